@@ -1,0 +1,29 @@
+"""tinyformer: the entry file and the overview page."""
+
+import streamlit as st
+
+from ui.i18n import current_lang, t
+from ui.page import footer_nav, header, setup_page
+from ui.stages import PIPELINE, by_id
+
+stage = setup_page("home")
+header(stage)
+
+st.subheader(t("home.pipeline_title"))
+per_row = 6
+for start in range(0, len(PIPELINE), per_row):
+    for column, (step, stage_id) in zip(st.columns(per_row), PIPELINE[start : start + per_row],
+                                         strict=False):
+        with column.container(border=True, height="stretch"):
+            st.markdown(f"**{t(f'home.step.{step}')}**")
+            st.caption(t(f"home.step_note.{step}"))
+            if stage_id is not None:
+                st.page_link(by_id(stage_id).path, label=t("home.open"),
+                             icon=":material/arrow_forward:",
+                             query_params={"lang": current_lang()})
+
+st.subheader(t("home.example_title"))
+st.markdown(t("home.example"))
+st.subheader(t("home.classroom_title"))
+st.markdown(t("home.classroom"))
+footer_nav(stage)

@@ -1,0 +1,54 @@
+"""Boolean attention masks. Convention (PyTorch's): True = this query may attend this key."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+import torch
+
+from tinyformer.errors import ShapeError
+
+
+def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Lower-triangular mask [n, n] including the diagonal: position i reads j <= i."""
+    if n < 0:
+        raise ShapeError("negative_length", f"sequence length must be >= 0, got {n}", n=n)
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()  # [n, n]
+
+
+def padding_mask(valid: torch.Tensor) -> torch.Tensor:
+    """Key-padding mask from ``valid`` (bool [B, N], True = real token).
+
+    Returns bool [B, N, N] where entry [b, i, j] = valid[b, j]: query i may attend key j
+    iff key j is a real token. Padding *queries* are not blocked here (their rows stay
+    as wide as any other row); combined with a causal mask under left padding their rows
+    become fully blocked, which ``scaled_dot_product_attention`` turns into zeros.
+    For multi-head scores [B, H, N, N] insert the head axis: ``mask[:, None]``.
+    """
+    if valid.dtype != torch.bool:
+        raise ShapeError(
+            "mask_not_bool",
+            f"valid must be a bool tensor, got {valid.dtype}",
+            dtype=str(valid.dtype),
+        )
+    if valid.dim() != 2:
+        raise ShapeError(
+            "valid_not_2d",
+            f"valid must have shape [B, N], got {list(valid.shape)}",
+            shape=list(valid.shape),
+        )
+    n = valid.shape[1]
+    # expand is a view; clone so callers may edit the result without aliasing `valid`.
+    return valid[:, None, :].expand(-1, n, -1).clone()  # [B, N, N]
+
+
+def combine(*masks: torch.Tensor) -> torch.Tensor:
+    """Logical AND of boolean masks with broadcasting (e.g. causal [N, N] & padding [B, N, N])."""
+    if not masks:
+        raise ShapeError("no_masks", "combine needs at least one mask")
+    for m in masks:
+        if m.dtype != torch.bool:
+            raise ShapeError(
+                "mask_not_bool", f"masks must be bool tensors, got {m.dtype}", dtype=str(m.dtype)
+            )
+    return reduce(torch.logical_and, masks)

@@ -1,0 +1,1 @@
+"""The classroom kit: Streamlit and Plotly helpers shared by every page (no maths)."""

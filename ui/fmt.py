@@ -1,0 +1,47 @@
+"""Number formatting shared by every page: one precision, one look."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+DECIMALS = 3
+
+
+def num(value: float, decimals: int = DECIMALS) -> str:
+    """Fixed decimals; -0.000 shows as 0.000; ±inf as ±∞."""
+    value = float(value)
+    if math.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    if math.isnan(value):
+        return "NaN"
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
+    return "[" + ", ".join(num(v, decimals) for v in values) + "]"
+
+
+def short(value: float) -> str:
+    """Inputs as the learner typed them: 1 rather than 1.000."""
+    value = float(value)
+    if value.is_integer():
+        return str(int(value))
+    return num(value).rstrip("0").rstrip(".")
+
+
+def latex_vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
+    return r"\begin{bmatrix}" + " & ".join(num(v, decimals) for v in values) + r"\end{bmatrix}"
+
+
+def latex_matrix(rows: Sequence[Sequence[float]], decimals: int = DECIMALS) -> str:
+    body = r" \\ ".join(" & ".join(_latex_num(v, decimals) for v in row) for row in rows)
+    return r"\begin{bmatrix}" + body + r"\end{bmatrix}"
+
+
+def _latex_num(value: float, decimals: int) -> str:
+    value = float(value)
+    if math.isinf(value):
+        return r"-\infty" if value < 0 else r"\infty"
+    return num(value, decimals)

@@ -1,0 +1,119 @@
+"""Inputs that validate, explain bad values, and reproduce from a shared link.
+
+matrix_input: a typed matrix or vector (the URL keeps the text), with optional
+sliders for each component. scalar_input: a slider (the URL keeps it) with exact
+typing beside it. Bad input never reaches the maths: the page keeps the last valid
+value and shows a translated message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+import torch
+
+from ui.i18n import t
+from ui.parse import ParseError, format_matrix, parse_matrix
+
+MAX_SLIDERS = 8  # more sliders than this stop being a gesture and become a form
+
+
+def _valid_key(key: str) -> str:
+    return f"_{key}__valid"
+
+
+def _slider_key(key: str, index: int) -> str:
+    return f"_{key}__s{index}"
+
+
+def matrix_input(
+    key: str,
+    label: str,
+    default: Sequence[float] | Sequence[Sequence[float]],
+    *,
+    rows: int | tuple[int, int] | None = None,
+    bound: float = 100.0,
+    sliders: bool = False,
+    slider_range: tuple[float, float] = (-5.0, 5.0),
+    help: str | None = None,
+) -> torch.Tensor:
+    """A matrix typed as '1, 0; 0, 1' (a vector as '1, 0'); returns float64.
+
+    rows=None means a vector of len(default); an int fixes the row count; (lo, hi)
+    allows a variable number of rows. `key` is also the URL parameter.
+    """
+    vector = rows is None
+    grid = [list(map(float, default))] if vector else [list(map(float, r)) for r in default]
+    cols = len(grid[0])
+    default_text = format_matrix(grid, vector=vector)
+    text = st.text_input(
+        label, value=default_text, key=key, bind="query-params",
+        help=help or t("input.format_help"), max_chars=2000,
+    )
+    try:
+        grid = parse_matrix(text or "", rows, cols, bound)
+        st.session_state[_valid_key(key)] = grid
+    except ParseError as error:
+        st.error(t(f"input.{error.key}", **error.values) + " " + t("input.kept_last"),
+                 icon=":material/error:")
+        grid = st.session_state.get(_valid_key(key), grid)
+    if sliders and len(grid) * cols <= MAX_SLIDERS:
+        _component_sliders(key, grid, vector, slider_range)
+    values = torch.tensor(grid, dtype=torch.float64)
+    return values[0] if vector else values
+
+
+def _component_sliders(key: str, grid: list[list[float]], vector: bool,
+                       slider_range: tuple[float, float]) -> None:
+    lo, hi = slider_range
+    cols = len(grid[0])
+    flat = [v for row in grid for v in row]
+    columns = st.columns(cols)
+    for index, value in enumerate(flat):
+        slider_key = _slider_key(key, index)
+        # Mirror the text (the source of truth) into the slider before it is drawn.
+        st.session_state[slider_key] = min(max(value, lo), hi)
+        with columns[index % cols]:
+            st.slider(
+                _component_label(index, cols, vector), lo, hi, step=0.1, key=slider_key,
+                on_change=_slider_moved, args=(key, len(flat), cols, vector),
+                format="%.2f",
+            )
+
+
+def _component_label(index: int, cols: int, vector: bool) -> str:
+    return f"[{index}]" if vector else f"[{index // cols}, {index % cols}]"
+
+
+def _slider_moved(key: str, count: int, cols: int, vector: bool) -> None:
+    flat = [float(st.session_state[_slider_key(key, i)]) for i in range(count)]
+    grid = [flat[r : r + cols] for r in range(0, count, cols)]
+    st.session_state[key] = format_matrix(grid, vector=vector)
+
+
+def scalar_input(
+    key: str,
+    label: str,
+    *,
+    min_value: float,
+    max_value: float,
+    default: float,
+    step: float,
+    help: str | None = None,
+) -> float:
+    """A slider (kept in the URL) with a number box beside it for exact typing."""
+    exact_key = f"_{key}__exact"
+    left, right = st.columns([4, 1], vertical_alignment="bottom")
+    with left:
+        value = st.slider(label, min_value, max_value, default, step=step, key=key,
+                          bind="query-params", help=help)
+    with right:
+        st.session_state[exact_key] = value  # mirror the slider before the box is drawn
+        st.number_input(t("input.exact"), min_value, max_value, value, step=step,
+                        key=exact_key, on_change=_exact_typed, args=(key, exact_key))
+    return value
+
+
+def _exact_typed(key: str, exact_key: str) -> None:
+    st.session_state[key] = st.session_state[exact_key]
