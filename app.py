@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui.i18n import current_lang, t
 from ui.page import footer_nav, header, setup_page
-from ui.stages import PIPELINE, by_id
+from ui.stages import PIPELINE, built
 
 stage = setup_page("home")
 header(stage)
@@ -17,8 +17,8 @@ for start in range(0, len(PIPELINE), per_row):
         with column.container(border=True, height="stretch"):
             st.markdown(f"**{t(f'home.step.{step}')}**")
             st.caption(t(f"home.step_note.{step}"))
-            if stage_id is not None:
-                st.page_link(by_id(stage_id).path, label=t("home.open"),
+            if (page := built(stage_id)) is not None:
+                st.page_link(page.path, label=t("home.open"),
                              icon=":material/arrow_forward:",
                              query_params={"lang": current_lang()})
 

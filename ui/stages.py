@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -15,9 +18,17 @@ class Stage:
 
 HOME = Stage("home", "app.py", "", ":material/home:")
 
-STAGES: tuple[Stage, ...] = (
+_CURRICULUM: tuple[Stage, ...] = (
+    Stage("ngram", "pages/00_before_transformers.py", "0", ":material/history_edu:"),
+    Stage("tokens", "pages/01_tokens.py", "1", ":material/tag:"),
+    Stage("qkv", "pages/02_qkv.py", "2", ":material/call_split:"),
+    Stage("scaling", "pages/03_scaling.py", "3", ":material/straighten:"),
+    Stage("masks", "pages/04_masks.py", "4", ":material/visibility_off:"),
     Stage("softmax", "pages/05_softmax.py", "5", ":material/functions:"),
+    Stage("multihead", "pages/06_multi_head.py", "6", ":material/view_column:"),
 )
+# Only pages that exist are listed: no placeholders in the navigation.
+STAGES: tuple[Stage, ...] = tuple(s for s in _CURRICULUM if (ROOT / s.path).exists())
 
 
 def all_pages() -> tuple[Stage, ...]:
@@ -43,16 +54,21 @@ def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
 # The overview's diagram: the path from text to the next token. A step links to the
 # page that teaches it once that page is built.
 PIPELINE: tuple[tuple[str, str | None], ...] = (
-    ("text", None),
-    ("tokens", None),
-    ("embed", None),
-    ("qkv", None),
-    ("scores", None),
-    ("mask", None),
+    ("text", "ngram"),
+    ("tokens", "tokens"),
+    ("embed", "tokens"),
+    ("qkv", "qkv"),
+    ("scores", "scaling"),
+    ("mask", "masks"),
     ("softmax", "softmax"),
-    ("heads", None),
+    ("heads", "multihead"),
     ("ffn", None),
     ("norm", None),
     ("logits", None),
     ("next", None),
 )
+
+
+def built(stage_id: str | None) -> Stage | None:
+    """The stage's page if it is built, else None (the diagram then shows no link)."""
+    return next((s for s in STAGES if s.id == stage_id), None)

@@ -1,0 +1,56 @@
+"""AppTest helpers. Measured on Streamlit 1.67: start from app.py and switch_page to a
+stage (a stage run alone cannot resolve st.page_link("app.py")); a widget bound to the
+URL is filled by the browser, not by AppTest, so a shared link is simulated by setting
+at.session_state[key] (the URL parameter and the widget key are the same name)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+LANGS = ("zh", "en")
+
+
+def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
+              timeout: float = 60) -> AppTest:
+    """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`,
+    with `state` preset as a shared link would."""
+    at = AppTest.from_file("app.py", default_timeout=timeout)
+    at.query_params["lang"] = lang
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    return at
+
+
+def page_text(at: AppTest) -> str:
+    """Everything a learner reads on the page, as one string, for number checks."""
+    parts = []
+    for kind in ("markdown", "caption", "latex", "info", "success", "warning", "error",
+                 "title", "subheader", "header", "code", "metric", "table", "dataframe"):
+        for element in getattr(at, kind, []):
+            value = getattr(element, "value", None)
+            if kind == "metric":
+                value = f"{element.label} {element.value}"
+            elif kind in ("table", "dataframe"):
+                value = value.to_string() if value is not None else ""
+            parts.append(str(value))
+    return "\n".join(parts)
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception, no untranslated key, no Python error text."""
+    assert not at.exception, [e.value for e in at.exception]
+    text = page_text(at)
+    for marker in ("Traceback", "Error:"):
+        assert marker not in text
+
+
+@pytest.fixture(params=LANGS)
+def lang(request) -> str:
+    return request.param

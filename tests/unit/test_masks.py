@@ -1,0 +1,85 @@
+"""Boolean masks: True = may attend."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tinyformer.errors import ShapeError
+from tinyformer.masks import causal_mask, combine, padding_mask
+
+
+def test_causal_mask_reads_itself_and_the_past_only() -> None:
+    mask = causal_mask(5)
+    assert mask.dtype == torch.bool and mask.shape == (5, 5)
+    for i in range(5):
+        for j in range(5):
+            assert bool(mask[i, j]) == (j <= i)
+
+
+def test_causal_mask_of_length_zero_is_empty() -> None:
+    assert causal_mask(0).shape == (0, 0)
+
+
+def test_causal_mask_rejects_negative_length() -> None:
+    with pytest.raises(ShapeError) as err:
+        causal_mask(-1)
+    assert err.value.key == "negative_length"
+
+
+def test_causal_mask_is_built_on_the_requested_device() -> None:
+    assert causal_mask(3, device="meta").device.type == "meta"
+
+
+def test_padding_mask_blocks_padded_keys_for_every_query() -> None:
+    valid = torch.tensor([[False, False, True, True], [True, True, True, False]])
+    mask = padding_mask(valid)
+    assert mask.shape == (2, 4, 4) and mask.dtype == torch.bool
+    for b in range(2):
+        for i in range(4):
+            assert torch.equal(mask[b, i], valid[b])
+
+
+def test_padding_mask_result_does_not_alias_its_input() -> None:
+    valid = torch.tensor([[True, True]])
+    mask = padding_mask(valid)
+    mask[0, 0, 0] = False
+    assert valid[0, 0] and mask[0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("valid", "key"),
+    [(torch.ones(2, 3), "mask_not_bool"), (torch.ones(3, dtype=torch.bool), "valid_not_2d")],
+)
+def test_padding_mask_rejects_bad_input(valid: torch.Tensor, key: str) -> None:
+    with pytest.raises(ShapeError) as err:
+        padding_mask(valid)
+    assert err.value.key == key
+
+
+def test_combine_is_logical_and_with_broadcasting() -> None:
+    valid = torch.tensor([[False, False, True, True]])  # left padding of 2
+    mask = combine(causal_mask(4), padding_mask(valid))
+    expected = torch.tensor(
+        [
+            [False, False, False, False],
+            [False, False, False, False],
+            [False, False, True, False],
+            [False, False, True, True],
+        ]
+    )
+    assert mask.shape == (1, 4, 4)
+    assert torch.equal(mask[0], expected)
+
+
+def test_combine_of_one_mask_is_that_mask() -> None:
+    assert torch.equal(combine(causal_mask(3)), causal_mask(3))
+
+
+@pytest.mark.parametrize(
+    ("masks", "key"), [((), "no_masks"), ((torch.ones(2, 2),), "mask_not_bool")]
+)
+def test_combine_rejects_bad_input(masks: tuple[torch.Tensor, ...], key: str) -> None:
+    with pytest.raises(ShapeError) as err:
+        combine(*masks)
+    assert err.value.key == key
