@@ -5,12 +5,12 @@ import torch
 
 from tinyformer.attention import scaled_dot_product_attention
 from tinyformer.masks import causal_mask
+from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
 from ui.fmt import latex_matrix, latex_vec, num, short, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
-from ui.exercise import predict_then_reveal
 from ui.page import footer_nav, header, setup_page
 
 stage = setup_page("softmax")
@@ -78,7 +78,8 @@ with cols[2]:
     V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
 causal = st.toggle(t("softmax.causal"), value=True, key="causal", bind="query-params")
 full = scaled_dot_product_attention(Q, K, V, mask=causal_mask(4) if causal else None)
-formula(r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+formula(r"\mathrm{Attention}(Q,K,V) = "
+        r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
 
 
 def explain_weight(i: int, j: int) -> str:
@@ -107,7 +108,8 @@ with col_weights:
     heatmap(full.weights, TOKENS, TOKENS, key="weights_map", explain=explain_weight,
             zmin=0, zmax=1, colorscale="Oranges")
 st.markdown(f"**{t('softmax.output_table')}**")
-formula(r"O = AV", rf"{latex_matrix(full.weights)}{latex_matrix(V, 1)} = {latex_matrix(full.output)}")
+formula(r"O = AV",
+        rf"{latex_matrix(full.weights)}{latex_matrix(V, 1)} = {latex_matrix(full.output)}")
 
 predict_then_reveal(
     "softmax", t("softmax.ex_question"),

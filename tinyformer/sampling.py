@@ -23,7 +23,7 @@ TOP_P_TOLERANCE = 1e-6
 class SamplingTrace:
     scaled_logits: torch.Tensor  # [..., V] logits / T (temperature 0: logits unchanged)
     probs_before_filter: torch.Tensor  # [..., V] softmax(scaled_logits); one-hot if T = 0
-    kept: torch.Tensor  # [..., V] bool: survived top-k and top-p
+    kept: torch.Tensor  # [..., V] bool: survived greedy / top-k / top-p
     probs: torch.Tensor  # [..., V] renormalised over the kept tokens
 
 
@@ -53,7 +53,8 @@ def next_token_probs(
         # (and softmax(inf) is NaN) while the differences stay well defined.
         shifted = logits - logits.max(dim=-1, keepdim=True).values
         before = torch.softmax(shifted / temperature, dim=-1)
-    kept = torch.ones_like(before, dtype=torch.bool)
+    # Greedy keeps only the argmax; otherwise every token starts as a candidate.
+    kept = before > 0 if temperature == 0 else torch.ones_like(before, dtype=torch.bool)
     probs = before
     if top_k is not None:
         kept = kept & _top_k_mask(probs, top_k)

@@ -112,7 +112,7 @@ def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
         return None
     if not points:
         return None
-    row, col = int(round(points[0]["y"])), int(round(points[0]["x"]))
+    row, col = round(points[0]["y"]), round(points[0]["x"])
     if 0 <= row < n_rows and 0 <= col < n_cols:
         return row, col
     return None

@@ -1,4 +1,4 @@
-"""A formula twice: its symbolic form, then the same with the live numbers."""
+"""A formula twice: its symbolic form, and beside it the same with the live numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from ui.i18n import t
 
 
 def formula(symbolic: str, live: str | None = None) -> None:
-    st.latex(symbolic)
-    if live is not None:
+    if live is None:
+        st.latex(symbolic)
+        return
+    left, right = st.columns([2, 3], vertical_alignment="center")
+    with left:
+        st.latex(symbolic)
+    with right:
         st.caption(t("kit.with_numbers"))
         st.latex(live)

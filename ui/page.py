@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, resolve_lang, t
 from ui.stages import Stage, all_pages, by_id, neighbours
 
 _LANG_WIDGET = "_lang_switch"
+ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 DEVICE_PARAM = "device"
 
 
@@ -17,7 +20,7 @@ def setup_page(stage_id: str) -> Stage:
     lang = resolve_lang()
     st.set_page_config(
         page_title=f"tinyformer · {t(f'{stage_id}.title')}",
-        page_icon=":material/school:",
+        page_icon=str(ICON),
         layout="wide",
         initial_sidebar_state="expanded",
     )

@@ -6,18 +6,20 @@ at.session_state[key] (the URL parameter and the widget key are the same name)."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 LANGS = ("zh", "en")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
               timeout: float = 60) -> AppTest:
     """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`,
     with `state` preset as a shared link would."""
-    at = AppTest.from_file("app.py", default_timeout=timeout)
+    at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params["lang"] = lang
     at.run()
     if page is not None:

@@ -1,0 +1,504 @@
+"""Rerun cost of every page, against a one-slider, one-heatmap reference page.
+
+Starts two Streamlit servers from the repository root (the app, and
+benchmarks/reference_page.py), then talks to each over its websocket the way a
+browser does: Streamlit's own protobuf messages on /_stcore/stream. For every page it
+opens a session, finds one input widget in the page's elements, and times, again and
+again, "send a rerun that changes the widget" -> "script_finished arrives".
+
+It prints figures and a verdict against the target (median <= 2x the reference's
+median, same run, same method); it never fails on a missed target. See README.md.
+
+    .venv/bin/python benchmarks/rerun_cost.py [--runs 30] [--warmup 5] [--pages softmax home]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import math
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = "benchmarks/reference_page.py"
+TARGET_RATIO = 2.0
+MAIN_CONTAINER = 0  # RootContainer.MAIN; the sidebar (1) is the same on every page
+
+sys.path.insert(0, str(ROOT))
+
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.Element_pb2 import Element  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from streamlit.proto.Slider_pb2 import Slider  # noqa: E402
+from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
+from streamlit.source_util import page_icon_and_name  # noqa: E402
+from websockets.sync.client import ClientConnection, connect  # noqa: E402
+
+FINISHED_OK = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+
+
+# --- Servers -------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    script: str
+    port: int
+    process: subprocess.Popen
+    log: Any  # the temporary file that holds the server's output
+
+    def tail(self, lines: int = 15) -> str:
+        self.log.flush()
+        text = Path(self.log.name).read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def start_server(script: str, log: Any) -> Server:
+    """`python -m streamlit run <script>` in its own process group, from the repo root."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
+               "--server.address", "127.0.0.1"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    return Server(script, port, process, log)
+
+
+def wait_healthy(server: Server, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{server.port}/_stcore/health"
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server for {server.script} exited:\n{server.tail()}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"server for {server.script} not healthy after {timeout:.0f} s")
+
+
+def stop_server(server: Server) -> None:
+    """SIGTERM the whole process group, SIGKILL what is left after a few seconds."""
+    if server.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.process.pid, signal.SIGTERM)
+        try:
+            server.process.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.process.pid, signal.SIGKILL)
+            server.process.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def servers(*scripts: str) -> Iterator[list[Server]]:
+    started: list[Server] = []
+    with contextlib.ExitStack() as logs:
+        try:
+            for script in scripts:
+                log = logs.enter_context(tempfile.NamedTemporaryFile(
+                    "w+", prefix="bench-server-", suffix=".log"))
+                started.append(start_server(script, log))
+            for server in started:
+                wait_healthy(server)
+            yield started
+        finally:
+            for server in started:
+                stop_server(server)
+            wait_healthy(server)
+        yield started
+    finally:
+        for server in started:
+            stop_server(server)
+
+
+# --- One browser tab ------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    ms: float
+    status: int
+    elements: list[tuple[tuple[int, ...], Element]]
+    exceptions: list[str]
+    page_script_hash: str | None = None  # from new_session
+    main_script_hash: str | None = None
+    query_string: str | None = None  # from page_info_changed
+    page_not_found: bool = False
+
+
+class Tab:
+    """A websocket session that speaks like Streamlit's frontend."""
+
+    def __init__(self, port: int, timeout: float) -> None:
+        self.port = port
+        self.timeout = timeout
+        # The frontend offers "streamlit" plus its XSRF token (a placeholder without
+        # one) as subprotocols. It sends an Origin header; without one the server
+        # skips the XSRF check, which only guards auth cookies that we do not use.
+        self.socket: ClientConnection = connect(
+            f"ws://127.0.0.1:{port}/_stcore/stream",
+            subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
+            max_size=None, open_timeout=timeout,
+        )
+        self.page_script_hash = ""
+        self.query_string = ""
+
+    def close(self) -> None:
+        self.socket.close()
+
+    def rerun(self, widgets: list[WidgetState], page_name: str = "") -> RunResult:
+        """Send rerun_script and read ForwardMsgs until script_finished."""
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = self.query_string
+        state.page_script_hash = self.page_script_hash
+        state.page_name = page_name if not self.page_script_hash else ""
+        state.widget_states.widgets.extend(widgets)
+        info = state.context_info
+        info.timezone, info.locale, info.color_scheme = "UTC", "en-US", "light"
+        info.url = f"http://127.0.0.1:{self.port}/{page_name}"
+        payload = msg.SerializeToString()
+
+        elements: list[tuple[tuple[int, ...], Element]] = []
+        result = RunResult(0.0, -1, elements, [])
+        start = time.perf_counter()
+        self.socket.send(payload)
+        while True:
+            forward = ForwardMsg()
+            forward.ParseFromString(self.socket.recv(timeout=self.timeout))
+            kind = forward.WhichOneof("type")
+            if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
+                path = tuple(forward.metadata.delta_path)
+                element = forward.delta.new_element
+                elements.append((path, element))
+                if element.WhichOneof("type") == "exception":
+                    result.exceptions.append(element.exception.type or "exception")
+            elif kind == "new_session":
+                result.page_script_hash = forward.new_session.page_script_hash
+                result.main_script_hash = forward.new_session.main_script_hash
+            elif kind == "page_info_changed":
+                result.query_string = forward.page_info_changed.query_string
+            elif kind == "page_not_found":
+                result.page_not_found = True
+            elif kind == "script_finished":
+                result.ms = (time.perf_counter() - start) * 1000
+                result.status = forward.script_finished
+                break
+        # What the browser does next: keep the page and the URL it was given.
+        if result.page_script_hash:
+            self.page_script_hash = result.page_script_hash
+        if result.query_string is not None:
+            self.query_string = result.query_string
+        return result
+
+
+# --- The widget to change -------------------------------------------------------------
+
+
+@dataclass
+class Knob:
+    """One input widget and two valid values to alternate between."""
+
+    description: str
+    state: Callable[[Any], WidgetState]
+    values: tuple[Any, Any]
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _state(widget_id: str, **value: Any) -> WidgetState:
+    state = WidgetState(id=widget_id)
+    for name, content in value.items():
+        if name.endswith("array_value"):
+            getattr(state, name).data.extend(content)
+        else:
+            setattr(state, name, content)
+    return state
+
+
+def _step_within(value: float, step: float, low: float, high: float) -> float:
+    up = value + step
+    return up if up <= high + 1e-9 else value - step
+
+
+def _slider_knob(proto: Slider) -> Knob:
+    current = list(proto.value if proto.set_value and proto.value else proto.default)
+    name = f"slider '{proto.label}'"
+    if proto.type == Slider.Type.SELECT_SLIDER:
+        options = list(proto.options)
+        index = int(current[0])
+        other = index + 1 if index + 1 < len(options) else index - 1
+        first, second = list(current), list(current)
+        second[0] = other
+        if len(second) == 2 and second[0] > second[1]:
+            second[0] = index - 1
+        return Knob(f"select_{name}",
+                    lambda v: _state(proto.id, string_array_value=[options[int(i)] for i in v]),
+                    (first, second))
+    step = proto.step or 1.0
+    high = current[1] if len(current) == 2 else proto.max
+    second = list(current)
+    second[0] = _step_within(current[0], step, proto.min, high)
+    return Knob(name, lambda v: _state(proto.id, double_array_value=v), (current, second))
+
+
+def _text_knob(widget_id: str, label: str, text: str) -> Knob:
+    """Perturb the first number (a matrix '1, 0; 0, 1'); else swap the first two words."""
+    match = _NUMBER.search(text)
+    if match is not None:
+        number = float(match.group())
+        changed = text[: match.start()] + f"{number + 0.5:g}" + text[match.end():]
+    elif len(words := text.split()) >= 2:
+        changed = " ".join([words[1], words[0], *words[2:]])
+    elif len(text) >= 2:
+        changed = text[1] + text[0] + text[2:]
+    else:
+        changed = text + "a"
+    return Knob(f"text_input '{label}'", lambda v: _state(widget_id, string_value=v),
+                (text, changed))
+
+
+def find_knob(elements: list[tuple[tuple[int, ...], Element]]) -> Knob | None:
+    """The first slider in the main area, else number input, else text input, else
+    checkbox or toggle."""
+    main = [e for path, e in elements if path and path[0] == MAIN_CONTAINER]
+    by_kind: dict[str, Element] = {}
+    for element in main:
+        by_kind.setdefault(element.WhichOneof("type"), element)
+    if (element := by_kind.get("slider")) is not None:
+        return _slider_knob(element.slider)
+    if (element := by_kind.get("number_input")) is not None:
+        proto = element.number_input
+        value = proto.value if proto.set_value else proto.default
+        high = proto.max if proto.has_max else math.inf
+        other = _step_within(value, proto.step or 1.0, proto.min, high)
+        return Knob(f"number_input '{proto.label}'",
+                    lambda v: _state(proto.id, double_value=v), (value, other))
+    if (element := by_kind.get("text_input")) is not None:
+        proto = element.text_input
+        text = proto.value if proto.set_value else proto.default
+        return _text_knob(proto.id, proto.label, text)
+    if (element := by_kind.get("checkbox")) is not None:
+        proto = element.checkbox
+        value = proto.value if proto.set_value else proto.default
+        return Knob(f"checkbox '{proto.label}'", lambda v: _state(proto.id, bool_value=v),
+                    (value, not value))
+    return None
+
+
+# --- Measuring ------------------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    page: str
+    widget: str = "-"
+    times: list[float] = field(default_factory=list)
+    failures: int = 0
+    exceptions: int = 0
+    open_ms: float | None = None
+    problem: str = ""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+    @property
+    def p95(self) -> float | None:
+        if not self.times:
+            return None
+        ordered = sorted(self.times)
+        return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def measure(port: int, page: str, url_name: str, args: argparse.Namespace) -> Measurement:
+    result = Measurement(page)
+    tab = Tab(port, args.timeout)
+    try:
+        first = tab.rerun([], page_name=url_name)
+        result.open_ms = first.ms
+        if first.page_not_found or (url_name and first.page_script_hash
+                                    == first.main_script_hash):
+            result.problem = f"page '{url_name}' not found by the server"
+            return result
+        if first.status != FINISHED_OK or first.exceptions:
+            result.problem = (f"first run: status {first.status}, "
+                              f"exceptions {first.exceptions}")
+            return result
+        knob = find_knob(first.elements)
+        if knob is None:
+            result.problem = "no slider, number, text input or checkbox in the main area"
+            return result
+        result.widget = knob.description
+        for index in range(args.warmup + args.runs):
+            value = knob.values[(index + 1) % 2]  # the first run changes the widget
+            run = tab.rerun([knob.state(value)])
+            if index < args.warmup:
+                continue
+            if run.status != FINISHED_OK:
+                result.failures += 1
+                continue
+            result.exceptions += bool(run.exceptions)
+            result.times.append(run.ms)
+    except Exception as error:  # a broken page must not stop the others
+        result.problem = f"{type(error).__name__}: {error}"
+    finally:
+        with contextlib.suppress(Exception):
+            tab.close()
+    return result
+
+
+# --- Pages and report -----------------------------------------------------------------
+
+
+def app_pages() -> list[tuple[str, str, str]]:
+    """(stage id, file, url name) for every page of the app, the overview first."""
+    from ui.stages import HOME, all_pages
+
+    pages = []
+    for stage in all_pages():
+        url_name = "" if stage == HOME else page_icon_and_name(Path(stage.path))[1]
+        pages.append((stage.id, stage.path, url_name))
+    return pages
+
+
+def select(pages: list[tuple[str, str, str]], wanted: list[str] | None):
+    if not wanted:
+        return pages
+    names = {w.strip() for item in wanted for w in item.split(",") if w.strip()}
+    chosen = [p for p in pages if names & {p[0], p[1], p[2], Path(p[1]).stem}]
+    unknown = names - {n for p in chosen for n in (p[0], p[1], p[2], Path(p[1]).stem)}
+    if unknown:
+        print(f"unknown pages ignored: {', '.join(sorted(unknown))}; "
+              f"known: {', '.join(p[0] for p in pages)}")
+    return chosen
+
+
+def version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    return (f"machine: {platform.system()} {platform.release()}, {cpu}, "
+            f"{os.cpu_count()} cores ({usable} usable)\n"
+            f"python {platform.python_version()}, torch {version('torch')}, "
+            f"streamlit {version('streamlit')}, plotly {version('plotly')}, "
+            f"websockets {version('websockets')}")
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def report(reference: Measurement, results: list[Measurement]) -> None:
+    base = reference.median
+    header = ("page", "widget changed", "open ms", "median ms", "p95 ms", "ratio",
+              f"<= {TARGET_RATIO:g}x", "fail", "exc")
+    rows = []
+    for item in [reference, *results]:
+        median = item.median
+        ratio = median / base if median is not None and base else None
+        verdict = "-" if ratio is None else ("yes" if ratio <= TARGET_RATIO else "no")
+        if item is reference:
+            verdict = "(ref)"
+        rows.append((item.page, item.widget, fmt(item.open_ms), fmt(median), fmt(item.p95),
+                     "-" if ratio is None else f"{ratio:.2f}", verdict, str(item.failures),
+                     str(item.exceptions)))
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    line = "  ".join("{:<%d}" % w for w in widths)
+    print(line.format(*header))
+    print(line.format(*("-" * w for w in widths)))
+    for row in rows:
+        print(line.format(*row))
+    problems = [item for item in [reference, *results] if item.problem]
+    if problems:
+        print("\nproblems:")
+        for item in problems:
+            print(f"  {item.page}: {item.problem}")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends like Ctrl-C, so the servers are stopped either way."""
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30, help="timed reruns a page (30)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed reruns first (5)")
+    parser.add_argument("--pages", nargs="+", metavar="NAME",
+                        help="stage ids, url names or files (default: every page)")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for one rerun before calling a page broken")
+    args = parser.parse_args(argv)
+    args.runs = max(1, args.runs)
+    args.warmup = max(0, args.warmup)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    print(machine())
+    pages = select(app_pages(), args.pages)
+    print(f"pages: {', '.join(p[0] for p in pages) or 'none'}; {args.warmup} warm-up + "
+          f"{args.runs} timed reruns each\n")
+    started = time.monotonic()
+    try:
+        with servers("app.py", REFERENCE) as (app, reference_server):
+            # The reference before and after the pages: drift shows as a difference.
+            before = measure(reference_server.port, "reference", "", args)
+            results = []
+            for stage_id, path, url_name in pages:
+                print(f"  measuring {stage_id} ({path}) ...", flush=True)
+                results.append(measure(app.port, stage_id, url_name, args))
+                if app.process.poll() is not None:
+                    print(f"app server exited:\n{app.tail()}")
+                    break
+            after = measure(reference_server.port, "reference", "", args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; servers stopped")
+        return 130
+    reference = Measurement("reference", before.widget, before.times + after.times,
+                            before.failures + after.failures,
+                            before.exceptions + after.exceptions, before.open_ms,
+                            before.problem or after.problem)
+    print(f"\nreference median: {fmt(before.median)} ms before the pages, "
+          f"{fmt(after.median)} ms after; the ratio uses both together.")
+    print(f"target: a page's median rerun <= {TARGET_RATIO:g}x the reference's "
+          "(yes/no below; printed, never enforced)\n")
+    report(reference, results)
+    print(f"\ntotal {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Set up and start tinyformer, or set up and test it. Needs only Python 3.11.
+
+    python3.11 dev.py run      # set up (first time), start the app on http://localhost:8501
+    python3.11 dev.py test     # set up (first time), run every test
+    python3.11 dev.py bench    # set up (first time), print the rerun-cost benchmark
+
+Set-up is idempotent: it creates .venv and installs the pinned requirements once, and
+again only when a requirements file changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".installed"
+REQUIREMENTS = ("requirements.txt", "requirements-dev.txt")
+
+
+def _requirements_digest() -> str:
+    digest = hashlib.sha256()
+    for name in REQUIREMENTS:
+        digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()
+
+
+def setup() -> None:
+    if sys.version_info[:2] != (3, 11):
+        sys.exit(f"tinyformer needs Python 3.11 (this is {sys.version.split()[0]}).")
+    wanted = _requirements_digest()
+    if STAMP.exists() and STAMP.read_text() == wanted and PYTHON.exists():
+        return
+    if not PYTHON.exists():
+        print("Creating .venv …", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("Installing the pinned requirements (first time only) …", flush=True)
+    pip = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, "-r", str(ROOT / "requirements-dev.txt")], check=True)
+    STAMP.write_text(wanted)
+
+
+def _exec(*args: str) -> None:
+    """Replace this process, so Ctrl-C and signals reach the real program."""
+    os.chdir(ROOT)
+    os.execv(str(PYTHON), [str(PYTHON), *args])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="set up, then start the app")
+    run.add_argument("--port", type=int, default=8501)
+    run.add_argument("--address", default="localhost",
+                     help="0.0.0.0 serves the classroom's local network")
+    commands.add_parser("test", help="set up, then run ruff and every test; other "
+                        "arguments go to pytest (e.g. tests/unit -x)")
+    commands.add_parser("bench", help="set up, then print the rerun-cost benchmark")
+    args, extra = parser.parse_known_args()
+    if extra and args.command != "test":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+    setup()
+    if args.command == "run":
+        _exec("-m", "streamlit", "run", "app.py", "--server.port", str(args.port),
+              "--server.address", args.address)
+    elif args.command == "test":
+        if subprocess.run([str(PYTHON), "-m", "ruff", "check", "."], cwd=ROOT).returncode:
+            sys.exit(1)
+        _exec("-m", "pytest", *extra)
+    else:
+        _exec("benchmarks/rerun_cost.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Stage 1: text becomes token IDs; each ID selects one row of the embedding table."""
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from tinyformer.errors import TinyformerError
+from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
+from ui.exercise import predict_then_reveal
+from ui.figures import heatmap
+from ui.fmt import latex_matrix, latex_vec, num
+from ui.formula import formula
+from ui.i18n import t
+from ui.notes import model_error, random_weights_note
+from ui.page import footer_nav, header, setup_page
+
+stage = setup_page("tokens")
+header(stage)
+
+MAX_LEN = 32  # rows of the position table: the longest text this page embeds
+D_RANGE, SEED_RANGE, KINDS = (4, 16), (0, 999), ("learned", "sinusoidal")
+Q1, Q2 = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
+CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "classroom.txt"
+
+
+@st.cache_resource
+def load_vocab() -> CharVocab:
+    return CharVocab.from_corpus(CORPUS.read_text(encoding="utf-8"))
+
+
+@st.cache_resource
+def tables(vocab_size: int, d: int, seed: int, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return random_table(vocab_size, d, seed), position_table(kind, MAX_LEN, d, seed)
+
+
+def set_text(value: str) -> None:
+    st.session_state["text"] = value
+
+
+def keep_valid(key: str, ok) -> None:
+    """A shared link with an impossible value: say so and fall back to the default."""
+    if key in st.session_state and not ok(st.session_state[key]):
+        st.error(t("tokens.bad_setting", key=key), icon=":material/error:")
+        del st.session_state[key]
+
+
+def read_text(key: str, default: str) -> str:
+    text = (st.text_input(t(f"tokens.{key}_label"), value=default, key=key,
+                          bind="query-params", max_chars=200) or "").strip()
+    if len(text) > MAX_LEN:
+        st.error(t("tokens.too_long", n=len(text), limit=MAX_LEN), icon=":material/error:")
+    if not text:
+        st.error(t("tokens.empty"), icon=":material/error:")
+    return text[:MAX_LEN]
+
+
+def int_in(lo: int, hi: int):
+    return lambda v: isinstance(v, int | float) and float(v).is_integer() and lo <= v <= hi
+
+
+vocab = load_vocab()
+for key, ok in (("d", int_in(*D_RANGE)), ("seed", int_in(*SEED_RANGE)),
+                ("pos", KINDS.__contains__)):
+    keep_valid(key, ok)
+
+# --- 1. Text to token IDs -------------------------------------------------------------
+st.subheader(t("tokens.ids_title"))
+text = read_text("text", Q1)
+left, right, _ = st.columns([1, 1, 2])
+left.button(t("tokens.use_q1"), on_click=set_text, args=(Q1,))
+right.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
+enc = vocab.encode(text)
+if enc.unknown:
+    st.warning(t("tokens.unknown", chars=" ".join(f"「{c}」" for c in enc.unknown), id=UNK_ID),
+               icon=":material/help:")
+labels = list(enc.tokens)
+if labels:
+    st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]],
+                          index=[t("tokens.row_token"), t("tokens.row_id")],
+                          columns=[str(i) for i in range(len(labels))]))
+st.caption(t("tokens.vocab_note", v=len(vocab), n=len(labels)))
+with st.expander(t("tokens.vocab_all", v=len(vocab))):
+    st.dataframe(pd.DataFrame({t("tokens.row_id"): range(len(vocab)),
+                               t("tokens.row_token"): vocab.tokens}), hide_index=True)
+
+# --- 2. Each ID selects a row: X [N, d] ------------------------------------------------
+st.subheader(t("tokens.lookup_title"))
+c_d, c_seed = st.columns([3, 1])
+d = c_d.slider(t("tokens.d_label"), *D_RANGE, 8, key="d", bind="query-params")
+seed = c_seed.number_input(t("tokens.seed_label"), *SEED_RANGE, 0, key="seed",
+                           bind="query-params")
+random_weights_note()
+kind = st.radio(t("tokens.pos_label"), KINDS, key="pos", bind="query-params", horizontal=True,
+                format_func=lambda k: t(f"tokens.pos_{k}"))
+E, P = tables(len(vocab), int(d), int(seed), kind)
+cols = [str(j) for j in range(int(d))]
+z = {"colorscale": "RdBu", "zmin": -3, "zmax": 3}
+try:
+    trace = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)
+except TinyformerError as error:
+    model_error(error)
+    trace = None
+
+if trace is not None and labels:
+    used = sorted(set(enc.ids))
+    st.markdown(t("tokens.table_lead", v=len(vocab), d=int(d), k=len(used)))
+    heatmap(E[used], cols, [f"{i} · {vocab.tokens[i]}" for i in used], key="table_map",
+            explain=lambda r, j: t("tokens.cell_table", id=used[r], tok=vocab.tokens[used[r]],
+                                   j=j, value=num(E[used[r], j])), **z)
+    st.markdown(t("tokens.x_lead", n=len(labels), d=int(d)))
+    heatmap(trace.rows, cols, labels, key="x_map", explain=lambda i, j: t(
+        "tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i], j=j, value=num(trace.rows[i, j])),
+        **z)
+    formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
+            rf"x_0 = E[{enc.ids[0]}] = {latex_vec(trace.rows[0])},\quad "
+            rf"X \in \mathbb{{R}}^{{{len(labels)} \times {int(d)}}}")
+
+    # --- 3. Positions -------------------------------------------------------------------
+    st.subheader(t("tokens.pos_title"))
+    st.markdown(t(f"tokens.pos_lead_{kind}"))
+    pos_labels = [t("tokens.pos_n", i=i) for i in range(len(labels))]
+    c_p, c_sum = st.columns(2)
+    with c_p:
+        st.markdown(f"**{t('tokens.p_table', n=len(labels), d=int(d))}**")
+        heatmap(trace.positions, cols, pos_labels, key="p_map", explain=lambda i, j: t(
+            "tokens.cell_p_learned" if kind == "learned" else f"tokens.cell_p_{('sin', 'cos')[j % 2]}",
+            i=i, j=j, two_k=j - j % 2, d=int(d), value=num(trace.positions[i, j])), **z)
+    with c_sum:
+        st.markdown(f"**{t('tokens.sum_table', n=len(labels), d=int(d))}**")
+        heatmap(trace.summed, cols, labels, key="sum_map", explain=lambda i, j: t(
+            "tokens.cell_sum", i=i, tok=labels[i], j=j, x=num(trace.rows[i, j]),
+            p=num(trace.positions[i, j]), value=num(trace.summed[i, j])), **z)
+    formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
+            rf"{latex_vec(trace.rows[0])} + {latex_vec(trace.positions[0])} = "
+            rf"{latex_vec(trace.summed[0])}")
+
+# --- 4. The same token in both questions -------------------------------------------------
+st.subheader(t("tokens.same_title"))
+st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
+a, b = vocab.encode(Q1), vocab.encode(Q2)
+ta, tb = (embed(torch.tensor(e.ids, dtype=torch.int64), E, P) for e in (a, b))
+same = same_piece(("运", "费"), a.tokens, ta, b.tokens, tb)
+# Rows in the order 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows sit side by side.
+order = [(k, q) for k in range(len(same.piece)) for q in (1, 2)]
+twin_pos = [(same.start_a if q == 1 else same.start_b) + k for k, q in order]
+twin_ids = [vocab.id_of(same.piece[k]) for k, _ in order]
+twin_labels = [t("tokens.twin_label", tok=same.piece[k], q=q, pos=pos)
+               for (k, q), pos in zip(order, twin_pos, strict=True)]
+before = torch.stack([(same.rows_a if q == 1 else same.rows_b)[k] for k, q in order])
+after = torch.stack([(same.summed_a if q == 1 else same.summed_b)[k] for k, q in order])
+c_before, c_after = st.columns(2)
+with c_before:
+    st.markdown(f"**{t('tokens.before')}**")
+    heatmap(before, cols, twin_labels, key="before_map", **z, explain=lambda r, j: t(
+        "tokens.cell_before", who=twin_labels[r], id=twin_ids[r], j=j, value=num(before[r, j])))
+with c_after:
+    st.markdown(f"**{t('tokens.after')}**")
+    heatmap(after, cols, twin_labels, key="after_map", **z, explain=lambda r, j: t(
+        "tokens.cell_after", who=twin_labels[r], id=twin_ids[r], pos=twin_pos[r], j=j,
+        x=num(before[r, j]), p=num(P[twin_pos[r], j]), value=num(after[r, j])))
+st.success(t("tokens.same_result", gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
+             pa=same.start_a, pb=same.start_b), icon=":material/compare_arrows:")
+
+# --- 5. A batch: left padding ----------------------------------------------------------
+st.subheader(t("tokens.batch_title"))
+st.markdown(t("tokens.batch_lead"))
+text2 = read_text("text2", Q2)
+batch = vocab.batch_encode([text, text2])
+n_batch = batch.ids.shape[1]
+if n_batch:
+    st.table(pd.DataFrame([list(row) for row in batch.tokens],
+                          index=[t("tokens.sentence", b=b + 1) for b in range(2)],
+                          columns=[str(i) for i in range(n_batch)]))
+    formula(r"\mathrm{ids} \in \mathbb{Z}^{B \times N},\ \ \mathrm{valid} \in \{0, 1\}^{B \times N}",
+            rf"\mathrm{{ids}} = {latex_matrix(batch.ids, 0)},\ \ "
+            rf"\mathrm{{valid}} = {latex_matrix(batch.valid.int(), 0)}")
+st.info(t("tokens.batch_note", n=n_batch, pads=int((~batch.valid).sum())),
+        icon=":material/visibility_off:")
+
+predict_then_reveal(
+    "tokens", t("tokens.ex_question"),
+    [t("tokens.ex_a"), t("tokens.ex_b"), t("tokens.ex_c"), t("tokens.ex_d")], correct=2,
+    explanation=t("tokens.ex_explain", id=vocab.id_of("运")),
+)
+footer_nav(stage)

@@ -1,0 +1,141 @@
+"""Q, K and V: three projections of the same rows X.
+
+q = x W_q, k = x W_k, v = x W_v; for a whole sequence Q = X W_q, K = X W_k, V = X W_v.
+Q and K decide how positions are compared (the score table Q K^T); V decides what is
+passed on. The "no projection" variant uses X itself for all three, so the score table
+is X X^T: symmetric, with each row's squared length on the diagonal.
+
+Shape letters: N positions, d model width, d_k query/key width, d_v value width.
+Weights are [d_in, d_out] and applied as ``x @ W``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from tinyformer.errors import ParameterError, ShapeError
+
+MAX_RANDOM_SIZE = 64  # bounds the random teaching example (positions, widths)
+
+
+@dataclass(frozen=True)
+class QKVTrace:
+    """Every step of Q = X W_q, K = X W_k, V = X W_v and the raw score table Q K^T."""
+
+    x: torch.Tensor  # [..., N, d]
+    w_q: torch.Tensor | None  # [d, d_k]; None when X itself is used
+    w_k: torch.Tensor | None  # [d, d_k]
+    w_v: torch.Tensor | None  # [d, d_v]
+    q: torch.Tensor  # [..., N, d_k]
+    k: torch.Tensor  # [..., N, d_k]
+    v: torch.Tensor  # [..., N, d_v]
+    scores: torch.Tensor  # [..., N, N] q_i · k_j, not yet scaled
+    symmetric: bool  # scores[i, j] == scores[j, i] for every pair
+    best_key: torch.Tensor  # [..., N] long: the key each query scores highest (first on ties)
+    self_best: torch.Tensor  # [..., N] bool: no key scores higher than the query's own position
+    projected: bool  # False for the "X itself" variant
+
+
+def project_qkv(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor
+) -> QKVTrace:
+    """Q = X W_q, K = X W_k, V = X W_v with three separate matrices, and Q K^T.
+
+    x [..., N, d]; w_q, w_k [d, d_k]; w_v [d, d_v].
+    """
+    _check(x, w_q, w_k, w_v)
+    q = x @ w_q  # [..., N, d_k]
+    k = x @ w_k  # [..., N, d_k]
+    v = x @ w_v  # [..., N, d_v]
+    return _trace(x, w_q, w_k, w_v, q, k, v, projected=True)
+
+
+def identity_qkv(x: torch.Tensor) -> QKVTrace:
+    """No projections: X itself is used as Q, K and V, so the score table is X X^T."""
+    if x.dim() < 2:
+        raise ShapeError(
+            "projection_x_not_2d",
+            f"x needs shape [..., N, d], got {list(x.shape)}",
+            shape=list(x.shape),
+        )
+    return _trace(x, None, None, None, x, x, x, projected=False)
+
+
+def _trace(x, w_q, w_k, w_v, q, k, v, *, projected: bool) -> QKVTrace:
+    scores = q @ k.transpose(-2, -1)  # [..., N, N]
+    scale = float(scores.abs().max()) if scores.numel() else 0.0
+    tol = 1e-9 * max(1.0, scale)
+    symmetric = bool(torch.allclose(scores, scores.transpose(-2, -1), rtol=0.0, atol=tol))
+    diagonal = scores.diagonal(dim1=-2, dim2=-1)  # [..., N]
+    self_best = diagonal >= scores.amax(dim=-1) - tol  # [..., N]
+    return QKVTrace(
+        x=x, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, scores=scores,
+        symmetric=symmetric, best_key=scores.argmax(dim=-1), self_best=self_best,
+        projected=projected,
+    )
+
+
+def _check(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor) -> None:
+    """Clear messages for the mismatches a learner can produce by editing matrices."""
+    if x.dim() < 2:
+        raise ShapeError(
+            "projection_x_not_2d",
+            f"x needs shape [..., N, d], got {list(x.shape)}",
+            shape=list(x.shape),
+        )
+    d = x.shape[-1]
+    for name, w in (("W_q", w_q), ("W_k", w_k), ("W_v", w_v)):
+        if w.dim() != 2 or w.shape[0] != d:
+            raise ShapeError(
+                "projection_weight_rows",
+                f"{name} must have {d} rows (the width of x), got shape {list(w.shape)}",
+                name=name,
+                d=d,
+                shape=list(w.shape),
+            )
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ShapeError(
+            "projection_qk_width",
+            f"W_q and W_k must give the same width d_k, got {w_q.shape[1]} and {w_k.shape[1]}",
+            q_width=w_q.shape[1],
+            k_width=w_k.shape[1],
+        )
+
+
+@dataclass(frozen=True)
+class RandomSetup:
+    """A random teaching example: embeddings X and three projection matrices."""
+
+    x: torch.Tensor  # [N, d]
+    w_q: torch.Tensor  # [d, d_k]
+    w_k: torch.Tensor  # [d, d_k]
+    w_v: torch.Tensor  # [d, d_k]
+
+
+def random_setup(
+    n: int, d: int, d_k: int, generator: torch.Generator, decimals: int = 2
+) -> RandomSetup:
+    """Untrained random X [n, d] ~ N(0, 1) and W_q, W_k, W_v [d, d_k] ~ N(0, 1/d).
+
+    The 1/d variance keeps the entries of Q, K and V near unit size. Values are rounded
+    to ``decimals`` so a learner can redo a product by hand. Teaching data only.
+    """
+    for name, value in (("n", n), ("d", d), ("d_k", d_k)):
+        if not 1 <= value <= MAX_RANDOM_SIZE:
+            raise ParameterError(
+                "projection_size",
+                f"{name} must be between 1 and {MAX_RANDOM_SIZE}, got {value}",
+                name=name,
+                value=value,
+                limit=MAX_RANDOM_SIZE,
+            )
+
+    def draw(*shape: int, std: float = 1.0) -> torch.Tensor:
+        values = torch.randn(*shape, generator=generator, dtype=torch.float64) * std
+        return torch.round(values, decimals=decimals)
+
+    std = d**-0.5
+    x = draw(n, d)
+    return RandomSetup(x, draw(d, d_k, std=std), draw(d, d_k, std=std), draw(d, d_k, std=std))
