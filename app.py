@@ -12,10 +12,10 @@ header(stage)
 st.subheader(t("home.pipeline_title"))
 per_row = 6
 for start in range(0, len(PIPELINE), per_row):
-    for column, (step, stage_id) in zip(st.columns(per_row), PIPELINE[start : start + per_row],
-                                         strict=False):
+    steps = list(enumerate(PIPELINE, start=1))[start : start + per_row]
+    for column, (number, (step, stage_id)) in zip(st.columns(per_row), steps, strict=False):
         with column.container(border=True, height="stretch"):
-            st.markdown(f"**{t(f'home.step.{step}')}**")
+            st.markdown(f"**{number} · {t(f'home.step.{step}')}**")
             st.caption(t(f"home.step_note.{step}"))
             if (page := built(stage_id)) is not None:
                 st.page_link(page.path, label=t("home.open"),

@@ -97,13 +97,16 @@ def wait_healthy(server: Server, timeout: float = 90.0) -> None:
     raise RuntimeError(f"server for {server.script} not healthy after {timeout:.0f} s")
 
 
-def stop_server(server: Server) -> None:
-    """SIGTERM the whole process group, SIGKILL what is left after a few seconds."""
-    if server.process.poll() is None:
+def stop_servers(started: list[Server], grace: float = 8.0) -> None:
+    """SIGTERM every process group, then SIGKILL what is left after `grace` seconds."""
+    running = [server for server in started if server.process.poll() is None]
+    for server in running:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for server in running:
         try:
-            server.process.wait(timeout=8)
+            server.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(server.process.pid, signal.SIGKILL)
@@ -123,13 +126,7 @@ def servers(*scripts: str) -> Iterator[list[Server]]:
                 wait_healthy(server)
             yield started
         finally:
-            for server in started:
-                stop_server(server)
-            wait_healthy(server)
-        yield started
-    finally:
-        for server in started:
-            stop_server(server)
+            stop_servers(started)
 
 
 # --- One browser tab ------------------------------------------------------------------
@@ -141,8 +138,8 @@ class RunResult:
     status: int
     elements: list[tuple[tuple[int, ...], Element]]
     exceptions: list[str]
-    page_script_hash: str | None = None  # from new_session
-    main_script_hash: str | None = None
+    page_script_hash: str | None = None  # from navigation, else new_session
+    url_pathname: str | None = None  # of that page, from navigation
     query_string: str | None = None  # from page_info_changed
     page_not_found: bool = False
 
@@ -150,22 +147,25 @@ class RunResult:
 class Tab:
     """A websocket session that speaks like Streamlit's frontend."""
 
-    def __init__(self, port: int, timeout: float) -> None:
+    def __init__(self, socket: ClientConnection, port: int, timeout: float) -> None:
+        self.socket = socket
         self.port = port
         self.timeout = timeout
-        # The frontend offers "streamlit" plus its XSRF token (a placeholder without
-        # one) as subprotocols. It sends an Origin header; without one the server
-        # skips the XSRF check, which only guards auth cookies that we do not use.
-        self.socket: ClientConnection = connect(
-            f"ws://127.0.0.1:{port}/_stcore/stream",
-            subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
-            max_size=None, open_timeout=timeout,
-        )
         self.page_script_hash = ""
         self.query_string = ""
 
-    def close(self) -> None:
-        self.socket.close()
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, port: int, timeout: float) -> Iterator[Tab]:
+        # The frontend offers "streamlit" plus its XSRF token (a placeholder without
+        # one) as subprotocols. It sends an Origin header; without one the server
+        # skips the XSRF check, which only guards auth cookies that we do not use.
+        with connect(
+            f"ws://127.0.0.1:{port}/_stcore/stream",
+            subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
+            max_size=None, open_timeout=timeout, close_timeout=2,
+        ) as socket:
+            yield cls(socket, port, timeout)
 
     def rerun(self, widgets: list[WidgetState], page_name: str = "") -> RunResult:
         """Send rerun_script and read ForwardMsgs until script_finished."""
@@ -195,8 +195,15 @@ class Tab:
                 if element.WhichOneof("type") == "exception":
                     result.exceptions.append(element.exception.type or "exception")
             elif kind == "new_session":
-                result.page_script_hash = forward.new_session.page_script_hash
-                result.main_script_hash = forward.new_session.main_script_hash
+                result.page_script_hash = result.page_script_hash or (
+                    forward.new_session.page_script_hash)
+            elif kind == "navigation":
+                # A pages/ folder runs as st.navigation: new_session names the entry
+                # point, this message names the page actually shown.
+                nav = forward.navigation
+                result.page_script_hash = nav.page_script_hash
+                result.url_pathname = next((p.url_pathname for p in nav.app_pages
+                                            if p.page_script_hash == nav.page_script_hash), None)
             elif kind == "page_info_changed":
                 result.query_string = forward.page_info_changed.query_string
             elif kind == "page_not_found":
@@ -220,9 +227,15 @@ class Tab:
 class Knob:
     """One input widget and two valid values to alternate between."""
 
+    widget_id: str
     description: str
     state: Callable[[Any], WidgetState]
     values: tuple[Any, Any]
+
+
+# A page without an input widget (the overview) gets the rerun the browser sends on
+# "R" or a language switch: no widget changes.
+PLAIN = Knob("", "- (plain rerun)", lambda _: WidgetState(), (None, None))
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -238,7 +251,8 @@ def _state(widget_id: str, **value: Any) -> WidgetState:
     return state
 
 
-def _step_within(value: float, step: float, low: float, high: float) -> float:
+def _step_within(value: float, step: float, high: float) -> float:
+    """One step up, or down where up would pass the maximum."""
     up = value + step
     return up if up <= high + 1e-9 else value - step
 
@@ -254,14 +268,15 @@ def _slider_knob(proto: Slider) -> Knob:
         second[0] = other
         if len(second) == 2 and second[0] > second[1]:
             second[0] = index - 1
-        return Knob(f"select_{name}",
+        return Knob(proto.id, f"select_{name}",
                     lambda v: _state(proto.id, string_array_value=[options[int(i)] for i in v]),
                     (first, second))
     step = proto.step or 1.0
     high = current[1] if len(current) == 2 else proto.max
     second = list(current)
-    second[0] = _step_within(current[0], step, proto.min, high)
-    return Knob(name, lambda v: _state(proto.id, double_array_value=v), (current, second))
+    second[0] = _step_within(current[0], step, high)
+    return Knob(proto.id, name, lambda v: _state(proto.id, double_array_value=v),
+                (current, second))
 
 
 def _text_knob(widget_id: str, label: str, text: str) -> Knob:
@@ -276,8 +291,13 @@ def _text_knob(widget_id: str, label: str, text: str) -> Knob:
         changed = text[1] + text[0] + text[2:]
     else:
         changed = text + "a"
-    return Knob(f"text_input '{label}'", lambda v: _state(widget_id, string_value=v),
-                (text, changed))
+    return Knob(widget_id, f"text_input '{label}'",
+                lambda v: _state(widget_id, string_value=v), (text, changed))
+
+
+def _widget_id(element: Element) -> str | None:
+    kind = element.WhichOneof("type")
+    return getattr(getattr(element, kind), "id", None) if kind else None
 
 
 def find_knob(elements: list[tuple[tuple[int, ...], Element]]) -> Knob | None:
@@ -293,8 +313,8 @@ def find_knob(elements: list[tuple[tuple[int, ...], Element]]) -> Knob | None:
         proto = element.number_input
         value = proto.value if proto.set_value else proto.default
         high = proto.max if proto.has_max else math.inf
-        other = _step_within(value, proto.step or 1.0, proto.min, high)
-        return Knob(f"number_input '{proto.label}'",
+        other = _step_within(value, proto.step or 1.0, high)
+        return Knob(proto.id, f"number_input '{proto.label}'",
                     lambda v: _state(proto.id, double_value=v), (value, other))
     if (element := by_kind.get("text_input")) is not None:
         proto = element.text_input
@@ -303,8 +323,8 @@ def find_knob(elements: list[tuple[tuple[int, ...], Element]]) -> Knob | None:
     if (element := by_kind.get("checkbox")) is not None:
         proto = element.checkbox
         value = proto.value if proto.set_value else proto.default
-        return Knob(f"checkbox '{proto.label}'", lambda v: _state(proto.id, bool_value=v),
-                    (value, not value))
+        return Knob(proto.id, f"checkbox '{proto.label}'",
+                    lambda v: _state(proto.id, bool_value=v), (value, not value))
     return None
 
 
@@ -335,39 +355,38 @@ class Measurement:
 
 def measure(port: int, page: str, url_name: str, args: argparse.Namespace) -> Measurement:
     result = Measurement(page)
-    tab = Tab(port, args.timeout)
     try:
-        first = tab.rerun([], page_name=url_name)
-        result.open_ms = first.ms
-        if first.page_not_found or (url_name and first.page_script_hash
-                                    == first.main_script_hash):
-            result.problem = f"page '{url_name}' not found by the server"
-            return result
-        if first.status != FINISHED_OK or first.exceptions:
-            result.problem = (f"first run: status {first.status}, "
-                              f"exceptions {first.exceptions}")
-            return result
-        knob = find_knob(first.elements)
-        if knob is None:
-            result.problem = "no slider, number, text input or checkbox in the main area"
-            return result
-        result.widget = knob.description
-        for index in range(args.warmup + args.runs):
-            value = knob.values[(index + 1) % 2]  # the first run changes the widget
-            run = tab.rerun([knob.state(value)])
-            if index < args.warmup:
-                continue
-            if run.status != FINISHED_OK:
-                result.failures += 1
-                continue
-            result.exceptions += bool(run.exceptions)
-            result.times.append(run.ms)
+        with Tab.open(port, args.timeout) as tab:
+            _measure(tab, url_name, args, result)
     except Exception as error:  # a broken page must not stop the others
         result.problem = f"{type(error).__name__}: {error}"
-    finally:
-        with contextlib.suppress(Exception):
-            tab.close()
     return result
+
+
+def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurement) -> None:
+    first = tab.rerun([], page_name=url_name)
+    result.open_ms = first.ms
+    if first.page_not_found or (first.url_pathname or "") != url_name:
+        result.problem = f"asked for page '{url_name}', the server ran '{first.url_pathname}'"
+        return
+    if first.status != FINISHED_OK or first.exceptions:
+        result.problem = f"first run: status {first.status}, exceptions {first.exceptions}"
+        return
+    knob = find_knob(first.elements) or PLAIN
+    result.widget = knob.description
+    for index in range(args.warmup + args.runs):
+        value = knob.values[(index + 1) % 2]  # the first rerun changes the widget
+        run = tab.rerun([knob.state(value)] if knob.widget_id else [])
+        if knob.widget_id and not result.problem and all(
+                _widget_id(e) != knob.widget_id for _, e in run.elements):
+            result.problem = f"{knob.description} was gone after rerun {index + 1}"
+        if index < args.warmup:
+            continue
+        if run.status != FINISHED_OK:
+            result.failures += 1
+            continue
+        result.exceptions += bool(run.exceptions)
+        result.times.append(run.ms)
 
 
 # --- Pages and report -----------------------------------------------------------------
@@ -437,7 +456,7 @@ def report(reference: Measurement, results: list[Measurement]) -> None:
                      "-" if ratio is None else f"{ratio:.2f}", verdict, str(item.failures),
                      str(item.exceptions)))
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    line = "  ".join("{:<%d}" % w for w in widths)
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*header))
     print(line.format(*("-" * w for w in widths)))
     for row in rows:
@@ -469,11 +488,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     print(machine())
     pages = select(app_pages(), args.pages)
+    if not pages:
+        print("no page to measure")
+        return 0
     print(f"pages: {', '.join(p[0] for p in pages) or 'none'}; {args.warmup} warm-up + "
           f"{args.runs} timed reruns each\n")
     started = time.monotonic()
     try:
         with servers("app.py", REFERENCE) as (app, reference_server):
+            # A first session pays for the app's imports (torch...); not measured.
+            warm = measure(app.port, "warm-up", "", argparse.Namespace(
+                timeout=max(args.timeout, 120.0), runs=0, warmup=0))
+            print(f"  app server warm-up (first session, imports): {fmt(warm.open_ms)} ms",
+                  flush=True)
             # The reference before and after the pages: drift shows as a difference.
             before = measure(reference_server.port, "reference", "", args)
             results = []

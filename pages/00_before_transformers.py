@@ -1,15 +1,15 @@
 """Stage 0: before Transformers. n-grams count windows; one-hot vectors share nothing;
 embeddings place words so that similarity is a cosine; whitening spreads a narrow cone."""
 
+import math
+from itertools import pairwise
 from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from tinyformer.embedding import (anisotropic_cloud, char_sequences, cosine_table,
-                                  distinct_windows, mean_pairwise_cosine, one_hot,
-                                  phrase_count, vocabulary, whiten)
+from tinyformer import embedding as emb_lib
 from tinyformer.errors import TinyformerError
 from tinyformer.ngram import NGramModel
 from ui.exercise import predict_then_reveal
@@ -30,8 +30,8 @@ WORDS, PLANE = ["苹果", "梨", "动漫", "动物"], ["苹果", "梨", "动漫"
 @st.cache_resource
 def corpus() -> tuple[list[str], list[str]]:
     text = (Path(__file__).parent.parent / "assets/corpus/classroom.txt").read_text("utf-8")
-    sequences = char_sequences(text)
-    return sequences, vocabulary(sequences)
+    sequences = emb_lib.char_sequences(text)
+    return sequences, emb_lib.vocabulary(sequences)
 
 
 @st.cache_resource
@@ -59,6 +59,10 @@ def md(text: str) -> str:
 
 def quote(chars) -> str:
     return "、".join(f"「{md(c)}」" for c in chars)
+
+
+def dot_terms(a: torch.Tensor, b: torch.Tensor) -> str:
+    return " + ".join(f"{short(x)}\\cdot{short(y)}" for x, y in zip(a, b, strict=True))
 
 
 def window(text: str, k: int) -> tuple[str, str]:
@@ -92,7 +96,7 @@ counts = model(n).counts(used) if len(ctx) >= n - 1 else {}
 if len(ctx) < n - 1:
     st.warning(t("ngram.too_short", c=n - 1, got=len(ctx)))
 elif not counts and not inside:
-    st.warning(t("ngram.unseen_context", used=used))
+    st.warning(t("ngram.unseen_context", used=md(used)))
 elif counts:
     total = sum(counts.values())
     top = list(counts.items())[:10]
@@ -107,7 +111,8 @@ st.markdown(f"**{t('ngram.orders_title')}**")
 rows = [model(k).next_token_probs(ctx) if len(ctx) >= k - 1 else {} for k in range(1, MAX_N + 1)]
 columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
 table = [[r.get(w, 0.0) for w in columns] for r in rows]
-row_labels = [f"n={k} · {order_name(k)}" for k in range(1, MAX_N + 1)]
+row_labels = [f"n={k} · {order_name(k)}" + ("" if len(ctx) >= k - 1 else " ✕")
+              for k in range(1, MAX_N + 1)]
 
 
 def explain_order(i: int, j: int) -> str:
@@ -137,10 +142,11 @@ for col, key, default in zip(cols, ("pa", "pb"), ("吃苹果", "吃梨"), strict
         elif missing:
             st.error(t("ngram.unknown_in", chars=quote(missing), v=len(vocab)))
         else:
-            probs = [model(2).next_token_probs(a).get(b, 0.0) for a, b in zip(phrase, phrase[1:])]
-            st.markdown(t("ngram.phrase_count", phrase=phrase, count=phrase_count(sequences, phrase)))
-            st.latex(r"\ \cdot\ ".join(cond_prob(a, b) for a, b in zip(phrase, phrase[1:])))
-            st.markdown(t("ngram.chain", p=num(torch.tensor(probs).prod())))
+            count = emb_lib.phrase_count(sequences, phrase)
+            st.markdown(t("ngram.phrase_count", phrase=phrase, count=count))
+            st.latex(r"\ \cdot\ ".join(cond_prob(a, b) for a, b in pairwise(phrase)))
+            p = math.prod(model(2).next_token_probs(a).get(b, 0.0) for a, b in pairwise(phrase))
+            st.markdown(t("ngram.chain", p=num(p)))
 st.info(t("ngram.share_nothing"), icon=":material/link_off:")
 st.markdown(f"**2 · {t('ngram.window_title')}**  \n" + t("ngram.window_text", c=n - 1, n=n))
 st.markdown(f"**3 · {t('ngram.size_title')}**")
@@ -148,20 +154,21 @@ left, right = st.columns(2)
 v_size = left.number_input(t("ngram.v_label"), 1, 1_000_000, 100_000, step=1, key="V",
                            bind="query-params")
 tn = right.slider(t("ngram.tn_label"), 1, 10, 5, key="tn", bind="query-params")
-size = NGramModel.table_size(int(v_size), tn)
+v_size = min(max(int(v_size), 1), 1_000_000)  # a link could carry anything
+size = NGramModel.table_size(v_size, tn)
 digits = len(str(size)) - 1
 power = f"10^{{{digits}}}" if str(size) == "1" + "0" * digits else \
     rf"\approx {num(size / 10**digits)} \times 10^{{{digits}}}"
-formula(r"|\text{table}| = V^{\,n}", rf"{int(v_size):,}^{{{tn}}} = {power}".replace(",", "{,}"))
+formula(r"|\text{table}| = V^{\,n}", rf"{v_size:,}^{{{tn}}} = {power}".replace(",", "{,}"))
 st.markdown(t("ngram.size_exact", size=f"{size:,}"))
-seen, possible = distinct_windows(sequences, n), NGramModel.table_size(len(vocab), n)
+seen, possible = emb_lib.distinct_windows(sequences, n), NGramModel.table_size(len(vocab), n)
 st.caption(t("ngram.size_corpus", v=len(vocab), n=n, possible=f"{possible:,}", seen=seen,
              pct=num(100 * seen / possible, 2)))
 
 # --- 3. One-hot vectors: every pair is orthogonal ------------------------------------------
 st.subheader(t("ngram.onehot_title"))
 st.markdown(t("ngram.onehot_lead"))
-hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
+hot = emb_lib.cosine_table(emb_lib.one_hot(range(len(WORDS)), len(WORDS)))
 left, right = st.columns(2)
 with left:
     st.markdown(f"**{t('ngram.onehot_table')}**")
@@ -169,10 +176,8 @@ with left:
 with right:
     st.markdown(f"**{t('ngram.onehot_dots')}**")
     heatmap(hot.dots, WORDS, WORDS, key="onehot_dots", zmin=0, zmax=1, height=240,
-            explain=lambda i, j: f"$e_{{{WORDS[i]}}}\\cdot e_{{{WORDS[j]}}} = " + " + ".join(
-                f"{short(a)}\\cdot{short(b)}" for a, b in zip(hot.vectors[i], hot.vectors[j],
-                                                              strict=True))
-            + f" = {short(hot.dots[i, j])}$")
+            explain=lambda i, j: f"$e_{{{WORDS[i]}}}\\cdot e_{{{WORDS[j]}}} = "
+            f"{dot_terms(hot.vectors[i], hot.vectors[j])} = {short(hot.dots[i, j])}$")
 
 # --- 4. Embeddings: a plane where direction means something ------------------------------
 st.subheader(t("ngram.embed_title"))
@@ -195,15 +200,14 @@ with right:
                      title=t("ngram.axis_object"))
     fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False)
     st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch", key="plane")
-cos = cosine_table(emb)
+cos = emb_lib.cosine_table(emb)
 if (cos.norms == 0).any():
     st.error(t("ngram.zero_vector", words=quote(w for w, z in zip(PLANE, cos.norms == 0,
                                                                    strict=True) if z)))
 
 
 def explain_cos(i: int, j: int) -> str:
-    a, b = emb[i], emb[j]
-    dot = " + ".join(f"{short(x)}\\cdot{short(y)}" for x, y in zip(a, b, strict=True))
+    dot = dot_terms(emb[i], emb[j])
     return t("ngram.cell_cos", a=PLANE[i], b=PLANE[j]) + (
         f"\n\n$\\cos = \\frac{{{dot}}}{{{num(cos.norms[i])}\\cdot{num(cos.norms[j])}}} = "
         f"\\frac{{{num(cos.dots[i, j])}}}{{{num(cos.norms[i] * cos.norms[j])}}} = "
@@ -225,31 +229,37 @@ points = left.slider(t("ngram.points_label"), 20, 500, 200, step=10, key="pts",
                      bind="query-params")
 seed = right.number_input(t("ngram.seed_label"), 0, 9999, 0, step=1, key="seed",
                           bind="query-params")
-try:
-    cloud = anisotropic_cloud(int(points), torch.Generator().manual_seed(int(seed)))
-    white = whiten(cloud)
-except TinyformerError as error:
-    model_error(error)
-    st.stop()
-st.caption(t("ngram.cloud_note"))
-lim = 1.1 * float(torch.cat([cloud, white.whitened]).abs().max())
-for col, data, key, colour in zip(st.columns(2), (cloud, white.whitened),
-                                  ("before", "after"), ("#e8590c", "#1971c2"), strict=True):
-    with col:
-        st.metric(t(f"ngram.mean_cos_{key}"), num(mean_pairwise_cosine(data)))
-        fig = go.Figure(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(), mode="markers",
-                                   marker={"size": 5, "color": colour, "opacity": 0.7},
-                                   hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
-        fig.update_xaxes(range=[-lim, lim], zeroline=True)
-        fig.update_yaxes(range=[-lim, lim], zeroline=True, scaleanchor="x")
-        fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10})
-        st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch", key=key)
-formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
-        rf"\mu = {latex_vec(white.mean)},\ \Sigma = {latex_matrix(white.covariance)},\ "
-        rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}")
-with st.expander(t("ngram.whiten_check")):
-    st.table(matrix_frame(white.whitened.T @ white.whitened / len(white.whitened),
-                          ["x", "y"], ["x", "y"]))
+
+
+def whitening_demo(points: int, seed: int) -> None:
+    try:
+        cloud = emb_lib.anisotropic_cloud(points, torch.Generator().manual_seed(seed))
+        white = emb_lib.whiten(cloud)
+    except TinyformerError as error:
+        model_error(error)
+        return
+    st.caption(t("ngram.cloud_note"))
+    lim = 1.1 * max(float(cloud.abs().max()), float(white.whitened.abs().max()))
+    for col, data, key, colour in zip(st.columns(2), (cloud, white.whitened),
+                                      ("before", "after"), ("#e8590c", "#1971c2"), strict=True):
+        with col:
+            st.metric(t(f"ngram.mean_cos_{key}"), num(emb_lib.mean_pairwise_cosine(data)))
+            fig = go.Figure(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(),
+                                       mode="markers",
+                                       marker={"size": 5, "color": colour, "opacity": 0.7},
+                                       hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
+            fig.update_xaxes(range=[-lim, lim], zeroline=True)
+            fig.update_yaxes(range=[-lim, lim], zeroline=True, scaleanchor="x")
+            fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+            st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch", key=key)
+    formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
+            rf"\mu = {latex_vec(white.mean)},\ \Sigma = {latex_matrix(white.covariance)},\ "
+            rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}")
+    with st.expander(t("ngram.whiten_check")):
+        st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
+
+
+whitening_demo(int(points), min(max(int(seed), 0), 9999))
 
 predict_then_reveal(
     "ngram", t("ngram.ex_question"), ["0.600", "0.667", "1.000"], correct=0,

@@ -10,7 +10,7 @@ from tinyformer.errors import TinyformerError
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
-from ui.fmt import latex_matrix, latex_vec, num
+from ui.fmt import num
 from ui.formula import formula
 from ui.i18n import t
 from ui.notes import model_error, random_weights_note
@@ -39,10 +39,10 @@ def set_text(value: str) -> None:
     st.session_state["text"] = value
 
 
-def keep_valid(key: str, ok) -> None:
+def keep_valid(key: str, label: str, ok) -> None:
     """A shared link with an impossible value: say so and fall back to the default."""
     if key in st.session_state and not ok(st.session_state[key]):
-        st.error(t("tokens.bad_setting", key=key), icon=":material/error:")
+        st.error(t("tokens.bad_setting", key=t(label)), icon=":material/error:")
         del st.session_state[key]
 
 
@@ -63,14 +63,14 @@ def int_in(lo: int, hi: int):
 vocab = load_vocab()
 for key, ok in (("d", int_in(*D_RANGE)), ("seed", int_in(*SEED_RANGE)),
                 ("pos", KINDS.__contains__)):
-    keep_valid(key, ok)
+    keep_valid(key, f"tokens.{key}_label", ok)
 
 # --- 1. Text to token IDs -------------------------------------------------------------
 st.subheader(t("tokens.ids_title"))
 text = read_text("text", Q1)
-left, right, _ = st.columns([1, 1, 2])
-left.button(t("tokens.use_q1"), on_click=set_text, args=(Q1,))
-right.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
+with st.container(horizontal=True):
+    st.button(t("tokens.use_q1"), on_click=set_text, args=(Q1,))
+    st.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
 enc = vocab.encode(text)
 if enc.unknown:
     st.warning(t("tokens.unknown", chars=" ".join(f"「{c}」" for c in enc.unknown), id=UNK_ID),
@@ -98,24 +98,32 @@ E, P = tables(len(vocab), int(d), int(seed), kind)
 cols = [str(j) for j in range(int(d))]
 z = {"colorscale": "RdBu", "zmin": -3, "zmax": 3}
 try:
-    trace = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)
+    trace = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
 except TinyformerError as error:
     model_error(error)
     trace = None
 
 if trace is not None and labels:
     used = sorted(set(enc.ids))
-    st.markdown(t("tokens.table_lead", v=len(vocab), d=int(d), k=len(used)))
-    heatmap(E[used], cols, [f"{i} · {vocab.tokens[i]}" for i in used], key="table_map",
-            explain=lambda r, j: t("tokens.cell_table", id=used[r], tok=vocab.tokens[used[r]],
-                                   j=j, value=num(E[used[r], j])), **z)
-    st.markdown(t("tokens.x_lead", n=len(labels), d=int(d)))
-    heatmap(trace.rows, cols, labels, key="x_map", explain=lambda i, j: t(
-        "tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i], j=j, value=num(trace.rows[i, j])),
-        **z)
+    st.markdown(t("tokens.x_lead", v=len(vocab), d=int(d), k=len(used), n=len(labels)))
+    c_e, c_x = st.columns(2)
+    with c_e:
+        st.markdown(f"**{t('tokens.e_table', k=len(used), v=len(vocab), d=int(d))}**")
+        heatmap(E[used], cols, [f"{i} · {vocab.tokens[i]}" for i in used], key="table_map",
+                explain=lambda r, j: t("tokens.cell_table", id=used[r], j=j,
+                                       tok=vocab.tokens[used[r]], value=num(E[used[r], j])), **z)
+    with c_x:
+        st.markdown(f"**{t('tokens.x_table', n=len(labels), d=int(d))}**")
+        heatmap(trace.rows, cols, labels, key="x_map", explain=lambda i, j: t(
+            "tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i], j=j,
+            value=num(trace.rows[i, j])), **z)
+    shown = [*range(min(3, len(labels) - 1)), len(labels) - 1]  # x_0, x_1, x_2, ..., x_{N-1}
+    lookups = [f"x_{{{i}}} = E[{enc.ids[i]}]" for i in shown]
+    if len(labels) > 4:
+        lookups.insert(-1, r"\ldots")
     formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
-            rf"x_0 = E[{enc.ids[0]}] = {latex_vec(trace.rows[0])},\quad "
-            rf"X \in \mathbb{{R}}^{{{len(labels)} \times {int(d)}}}")
+            r",\ ".join(lookups)
+            + rf",\quad X \in \mathbb{{R}}^{{{len(labels)} \times {int(d)}}}")
 
     # --- 3. Positions -------------------------------------------------------------------
     st.subheader(t("tokens.pos_title"))
@@ -124,43 +132,41 @@ if trace is not None and labels:
     c_p, c_sum = st.columns(2)
     with c_p:
         st.markdown(f"**{t('tokens.p_table', n=len(labels), d=int(d))}**")
+        p_key = {"learned": ("learned", "learned"), "sinusoidal": ("sin", "cos")}[kind]
         heatmap(trace.positions, cols, pos_labels, key="p_map", explain=lambda i, j: t(
-            "tokens.cell_p_learned" if kind == "learned" else f"tokens.cell_p_{('sin', 'cos')[j % 2]}",
-            i=i, j=j, two_k=j - j % 2, d=int(d), value=num(trace.positions[i, j])), **z)
+            f"tokens.cell_p_{p_key[j % 2]}", i=i, j=j, two_k=j - j % 2, d=int(d),
+            value=num(trace.positions[i, j])), **z)
     with c_sum:
         st.markdown(f"**{t('tokens.sum_table', n=len(labels), d=int(d))}**")
         heatmap(trace.summed, cols, labels, key="sum_map", explain=lambda i, j: t(
             "tokens.cell_sum", i=i, tok=labels[i], j=j, x=num(trace.rows[i, j]),
             p=num(trace.positions[i, j]), value=num(trace.summed[i, j])), **z)
     formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
-            rf"{latex_vec(trace.rows[0])} + {latex_vec(trace.positions[0])} = "
-            rf"{latex_vec(trace.summed[0])}")
+            rf"(X + P)_{{0,0}} = E[{enc.ids[0]}]_0 + P[0]_0 = {num(trace.rows[0, 0])} + "
+            rf"({num(trace.positions[0, 0])}) = {num(trace.summed[0, 0])}")
 
 # --- 4. The same token in both questions -------------------------------------------------
 st.subheader(t("tokens.same_title"))
 st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
-a, b = vocab.encode(Q1), vocab.encode(Q2)
-ta, tb = (embed(torch.tensor(e.ids, dtype=torch.int64), E, P) for e in (a, b))
-same = same_piece(("运", "费"), a.tokens, ta, b.tokens, tb)
-# Rows in the order 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows sit side by side.
-order = [(k, q) for k in range(len(same.piece)) for q in (1, 2)]
-twin_pos = [(same.start_a if q == 1 else same.start_b) + k for k, q in order]
-twin_ids = [vocab.id_of(same.piece[k]) for k, _ in order]
-twin_labels = [t("tokens.twin_label", tok=same.piece[k], q=q, pos=pos)
-               for (k, q), pos in zip(order, twin_pos, strict=True)]
-before = torch.stack([(same.rows_a if q == 1 else same.rows_b)[k] for k, q in order])
-after = torch.stack([(same.summed_a if q == 1 else same.summed_b)[k] for k, q in order])
+q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
+same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
+                  q2.tokens, embed(torch.tensor(q2.ids), E, P))
+view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
+twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
+        for tok, _, w, pos in view.rows]
 c_before, c_after = st.columns(2)
 with c_before:
     st.markdown(f"**{t('tokens.before')}**")
-    heatmap(before, cols, twin_labels, key="before_map", **z, explain=lambda r, j: t(
-        "tokens.cell_before", who=twin_labels[r], id=twin_ids[r], j=j, value=num(before[r, j])))
+    heatmap(view.before, cols, twin, key="before_map", **z, explain=lambda r, j: t(
+        "tokens.cell_before", who=twin[r], id=view.rows[r][1], j=j,
+        value=num(view.before[r, j])))
 with c_after:
     st.markdown(f"**{t('tokens.after')}**")
-    heatmap(after, cols, twin_labels, key="after_map", **z, explain=lambda r, j: t(
-        "tokens.cell_after", who=twin_labels[r], id=twin_ids[r], pos=twin_pos[r], j=j,
-        x=num(before[r, j]), p=num(P[twin_pos[r], j]), value=num(after[r, j])))
-st.success(t("tokens.same_result", gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
+    heatmap(view.after, cols, twin, key="after_map", **z, explain=lambda r, j: t(
+        "tokens.cell_after", who=twin[r], id=view.rows[r][1], pos=view.rows[r][3], j=j,
+        x=num(view.before[r, j]), p=num(P[view.rows[r][3], j]), value=num(view.after[r, j])))
+st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)),
+             gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
              pa=same.start_a, pb=same.start_b), icon=":material/compare_arrows:")
 
 # --- 5. A batch: left padding ----------------------------------------------------------
@@ -170,13 +176,15 @@ text2 = read_text("text2", Q2)
 batch = vocab.batch_encode([text, text2])
 n_batch = batch.ids.shape[1]
 if n_batch:
-    st.table(pd.DataFrame([list(row) for row in batch.tokens],
-                          index=[t("tokens.sentence", b=b + 1) for b in range(2)],
-                          columns=[str(i) for i in range(n_batch)]))
-    formula(r"\mathrm{ids} \in \mathbb{Z}^{B \times N},\ \ \mathrm{valid} \in \{0, 1\}^{B \times N}",
-            rf"\mathrm{{ids}} = {latex_matrix(batch.ids, 0)},\ \ "
-            rf"\mathrm{{valid}} = {latex_matrix(batch.valid.int(), 0)}")
-st.info(t("tokens.batch_note", n=n_batch, pads=int((~batch.valid).sum())),
+    rows, names = [], []
+    for row, (toks, ids, valid) in enumerate(zip(batch.tokens, batch.ids.tolist(),
+                                                  batch.valid.int().tolist(), strict=True)):
+        rows += [list(toks), [str(i) for i in ids], [str(v) for v in valid]]
+        names += [t(f"tokens.batch_{what}", b=row + 1) for what in ("tokens", "ids", "valid")]
+    st.table(pd.DataFrame(rows, index=names, columns=[str(i) for i in range(n_batch)]))
+    formula(r"\mathrm{ids} \in \mathbb{Z}^{B \times N},\ \mathrm{valid} \in \{0,1\}^{B \times N}",
+            rf"B = 2,\ N = {n_batch}")
+st.info(t("tokens.batch_note", n=n_batch, pads=batch.n_padding),
         icon=":material/visibility_off:")
 
 predict_then_reveal(

@@ -40,9 +40,9 @@ def explain_causal(i: int, j: int) -> str:
 
 left, right = st.columns([2, 3])
 with left:
+    st.markdown(f"**{t('masks.mask_label')}**")
     heatmap(causal4.double(), TOKENS, TOKENS, key="causal_map", explain=explain_causal,
             decimals=0, zmin=0, zmax=1, colorscale="Greens")
-    st.caption(t("masks.legend"))
 with right:
     formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}",
             "M = " + latex_matrix(additive(causal4), 0))
@@ -50,10 +50,12 @@ with right:
 
 # --- 2. Padding, and both masks together --------------------------------------------
 st.subheader(t("masks.pad_title"))
-st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
-c1, c2 = st.columns(2)
-use_causal = c1.toggle(t("masks.toggle_causal"), value=True, key="causal", bind="query-params")
-use_pad = c2.toggle(t("masks.toggle_pad"), value=True, key="pad", bind="query-params")
+left, right = st.columns([3, 2])
+with right:
+    use_causal = st.toggle(t("masks.toggle_causal"), value=True, key="causal",
+                           bind="query-params")
+    use_pad = st.toggle(t("masks.toggle_pad"), value=True, key="pad", bind="query-params")
+    st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
 parts = ([causal_mask(6)] if use_causal else []) + ([padding_mask(VALID)[0]] if use_pad else [])
 allowed = combine(*parts) if parts else torch.ones(6, 6, dtype=torch.bool)  # [6, 6]
 
@@ -64,9 +66,10 @@ def reason(i: int, j: int) -> str:
     return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
 
 
-heatmap(allowed.double(), PADDED, PADDED, key="mask_map", explain=reason, decimals=0,
-        zmin=0, zmax=1, colorscale="Greens")
-st.caption(t("masks.legend"))
+with left:
+    st.markdown(f"**{t('masks.combined_label')}**")
+    heatmap(allowed.double(), PADDED, PADDED, key="mask_map", explain=reason, decimals=0,
+            zmin=0, zmax=1, colorscale="Greens")
 
 # --- 3. Scores before and after the mask, then the weights ---------------------------
 st.subheader(t("masks.scores_title"))
@@ -102,25 +105,29 @@ def explain_weight(i: int, j: int) -> str:
 before, after = st.columns(2)
 with before:
     st.markdown(f"**{t('masks.before')}**")
-    heatmap(att.scaled, PADDED, PADDED, key="before_map", explain=lambda i, j: explain_score(i, j, False))
+    heatmap(att.scaled, PADDED, PADDED, key="before_map",
+            explain=lambda i, j: explain_score(i, j, False))
 with after:
     st.markdown(f"**{t('masks.after')}**")
     heatmap(att.masked, PADDED, PADDED, key="after_map",
             explain=lambda i, j: explain_score(i, j, True))
 formula(r"\tilde S = \frac{QK^\top}{\sqrt{d_k}} + M,\qquad A = \mathrm{softmax}(\tilde S)")
-st.markdown(f"**{t('masks.weights')}**")
-heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
-        zmin=0, zmax=1, colorscale="Oranges")
-blocked = att.weights[~allowed]  # every weight whose key is blocked
-if bool((blocked == 0).all()):
-    st.success(t("masks.zero_check", n=blocked.numel()), icon=":material/check_circle:")
-else:
-    st.error(t("masks.zero_check_fail", n=blocked.numel()))
-st.caption(t("masks.row_sums", sums=vec(att.weights.sum(-1))))
-empty = [i for i in range(6) if not allowed[i].any()]
-if empty:
-    st.warning(t("masks.empty_rows", rows=", ".join(f"{PADDED[i]} ({i})" for i in empty)),
-               icon=":material/block:")
+left, right = st.columns([3, 2])
+with left:
+    st.markdown(f"**{t('masks.weights')}**")
+    heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
+            zmin=0, zmax=1, colorscale="Oranges")
+with right:
+    blocked = att.weights[~allowed]  # every weight whose key is blocked
+    if bool((blocked == 0).all()):
+        st.success(t("masks.zero_check", n=blocked.numel()), icon=":material/check_circle:")
+    else:
+        st.error(t("masks.zero_check_fail", n=blocked.numel()))
+    st.caption(t("masks.row_sums", sums=vec(att.weights.sum(-1))))
+    empty = [i for i in range(6) if not allowed[i].any()]
+    if empty:
+        st.warning(t("masks.empty_rows", rows=", ".join(f"{PADDED[i]} ({i})" for i in empty)),
+                   icon=":material/block:")
 
 predict_then_reveal(
     "masks", t("masks.ex_question"),

@@ -140,7 +140,8 @@ class Whitening:
     eigenvalues: torch.Tensor  # [D] of Σ, ascending
     eigenvectors: torch.Tensor  # [D, D] columns
     inv_sqrt: torch.Tensor  # [D, D] Σ^(-1/2) = U diag(λ^(-1/2)) Uᵀ (symmetric)
-    whitened: torch.Tensor  # [N, D]; its covariance is the identity
+    whitened: torch.Tensor  # [N, D]
+    whitened_covariance: torch.Tensor  # [D, D] of the output: the identity, up to rounding
 
 
 def whiten(x: torch.Tensor, rel_tol: float = 1e-10) -> Whitening:
@@ -163,6 +164,7 @@ def whiten(x: torch.Tensor, rel_tol: float = 1e-10) -> Whitening:
             "embedding_singular_covariance", "the covariance is singular: the points lie on a line"
         )
     inv_sqrt = eigenvectors @ torch.diag(eigenvalues.rsqrt()) @ eigenvectors.T  # [D, D]
+    whitened = centred @ inv_sqrt  # [N, D]
     return Whitening(
         points=x,
         mean=mean,
@@ -171,5 +173,6 @@ def whiten(x: torch.Tensor, rel_tol: float = 1e-10) -> Whitening:
         eigenvalues=eigenvalues,
         eigenvectors=eigenvectors,
         inv_sqrt=inv_sqrt,
-        whitened=centred @ inv_sqrt,
+        whitened=whitened,
+        whitened_covariance=whitened.T @ whitened / x.shape[0],
     )

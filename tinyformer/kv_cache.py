@@ -149,6 +149,12 @@ def attention_kind(n_heads: int, n_kv_heads: int) -> str:
     return "mqa" if n_kv_heads == 1 else "gqa"
 
 
+def cache_ratio(n_heads: int, n_kv_heads: int) -> Fraction:
+    """The cache with n_kv_heads as a fraction of MHA's (n_heads K/V heads)."""
+    kv_group_of_heads(n_heads, n_kv_heads)  # validates
+    return Fraction(n_kv_heads, n_heads)
+
+
 def gqa_saving(
     layers: int,
     n_heads: int,

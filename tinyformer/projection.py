@@ -139,3 +139,26 @@ def random_setup(
     std = d**-0.5
     x = draw(n, d)
     return RandomSetup(x, draw(d, d_k, std=std), draw(d, d_k, std=std), draw(d, d_k, std=std))
+
+
+def most_asymmetric_pair(scores: torch.Tensor) -> tuple[int, int]:
+    """(i, j) with the largest gap scores[i, j] - scores[j, i] >= 0 (first on ties).
+
+    scores [N, N]. For a symmetric table every gap is 0 and the answer is (0, 1) when
+    N > 1 (the first off-diagonal pair), else (0, 0).
+    """
+    if scores.dim() != 2 or scores.shape[0] != scores.shape[1]:
+        raise ShapeError(
+            "projection_scores_square",
+            f"scores must be a square [N, N] table, got {list(scores.shape)}",
+            shape=list(scores.shape),
+        )
+    n = scores.shape[0]
+    if n < 2:
+        return 0, 0
+    gap = scores - scores.transpose(0, 1)  # [N, N]; gap[i, j] = -gap[j, i]
+    gap = gap.masked_fill(torch.eye(n, dtype=torch.bool), float("-inf"))
+    if float(gap.max()) <= 0:
+        return 0, 1
+    flat = int(gap.argmax())
+    return flat // n, flat % n

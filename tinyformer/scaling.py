@@ -28,6 +28,7 @@ class HandScores:
     q: torch.Tensor  # [D]
     keys: torch.Tensor  # [M, D]
     d_k: int
+    sqrt_d_k: float
     scale: float  # 1 / sqrt(d_k)
     scores: torch.Tensor  # [M] q · k_j
     scaled: torch.Tensor  # [M] scores * scale
@@ -49,7 +50,7 @@ def hand_scores(q: torch.Tensor, keys: torch.Tensor) -> HandScores:
     scores = keys @ q  # [M]
     scaled = scores * scale  # [M]
     return HandScores(
-        q=q, keys=keys, d_k=d_k, scale=scale, scores=scores, scaled=scaled,
+        q=q, keys=keys, d_k=d_k, sqrt_d_k=math.sqrt(d_k), scale=scale, scores=scores, scaled=scaled,
         weights_raw=torch.softmax(scores, dim=-1), weights_scaled=torch.softmax(scaled, dim=-1),
     )
 
@@ -80,6 +81,11 @@ class ScalingExperiment:
     top_scaled: torch.Tensor  # [Q] the same with scaled scores
     grad_raw: torch.Tensor  # [Q] Frobenius norm of the softmax Jacobian, raw scores
     grad_scaled: torch.Tensor  # [Q] the same, scaled scores
+    mean_top_raw: float  # mean of top_raw: tends to 1 (one-hot) as d_k grows
+    mean_top_scaled: float  # mean of top_scaled: about the same for every d_k
+    mean_grad_raw: float
+    mean_grad_scaled: float
+    scaled_outside_unit: int  # scaled scores with |s| > 1: no fixed range
 
     @property
     def n_pairs(self) -> int:
@@ -140,12 +146,16 @@ def scaling_experiment(
     weights_raw = torch.softmax(rows_raw, dim=-1)  # [Q, K]
     weights_scaled = torch.softmax(rows_scaled, dim=-1)  # [Q, K]
     raw, scaled = rows_raw.reshape(-1), rows_scaled.reshape(-1)  # [Q * K]
+    top_raw, top_scaled = weights_raw.amax(dim=-1), weights_scaled.amax(dim=-1)  # [Q]
+    grad_raw = softmax_jacobian_norm(weights_raw)  # [Q]
+    grad_scaled = softmax_jacobian_norm(weights_scaled)  # [Q]
     return ScalingExperiment(
         d_k=d_k, n_queries=n_queries, keys_per_query=keys_per_query, raw=raw, scaled=scaled,
         raw_spread=spread(raw), scaled_spread=spread(scaled),
-        top_raw=weights_raw.amax(dim=-1), top_scaled=weights_scaled.amax(dim=-1),
-        grad_raw=softmax_jacobian_norm(weights_raw),
-        grad_scaled=softmax_jacobian_norm(weights_scaled),
+        top_raw=top_raw, top_scaled=top_scaled, grad_raw=grad_raw, grad_scaled=grad_scaled,
+        mean_top_raw=float(top_raw.mean()), mean_top_scaled=float(top_scaled.mean()),
+        mean_grad_raw=float(grad_raw.mean()), mean_grad_scaled=float(grad_scaled.mean()),
+        scaled_outside_unit=int((scaled.abs() > 1).sum()),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 
@@ -47,6 +47,11 @@ class Batch:
     valid: torch.Tensor  # [B, N] bool, True = real token, False = padding
     tokens: tuple[tuple[str, ...], ...]  # [B][N] token strings, [PAD] included
     encodings: tuple[Encoding, ...]  # [B] each text's own encoding, unpadded
+
+    @property
+    def n_padding(self) -> int:
+        """How many positions of the batch are padding."""
+        return int((~self.valid).sum())
 
 
 @dataclass(frozen=True)
@@ -238,6 +243,7 @@ class SamePiece:
     """One run of tokens (e.g. 运费) in two texts: its rows before and after positions."""
 
     piece: tuple[str, ...]
+    ids: tuple[int, ...]  # [k] the piece's IDs (the same in both texts)
     start_a: int  # where the piece starts in text a
     start_b: int  # where it starts in text b
     rows_a: torch.Tensor  # [k, d] E rows in text a
@@ -246,6 +252,25 @@ class SamePiece:
     summed_b: torch.Tensor  # [k, d] rows + positions in text b
     gap_rows: float  # max |rows_a - rows_b|: 0 for the same tokens
     gap_summed: float  # max |summed_a - summed_b|: > 0 unless the positions coincide
+
+    def side_by_side(self) -> SideBySide:
+        """Rows interleaved as (token 0 in a, token 0 in b, token 1 in a, ...)."""
+        before, after, rows = [], [], []
+        for k in range(len(self.piece)):
+            for which, start, emb, summed in (
+                ("a", self.start_a, self.rows_a, self.summed_a),
+                ("b", self.start_b, self.rows_b, self.summed_b),
+            ):
+                before.append(emb[k])
+                after.append(summed[k])
+                rows.append((self.piece[k], self.ids[k], which, start + k))
+        return SideBySide(torch.stack(before), torch.stack(after), tuple(rows))
+
+
+class SideBySide(NamedTuple):
+    before: torch.Tensor  # [2k, d] E rows, each token of the piece from text a then text b
+    after: torch.Tensor  # [2k, d] the same rows with their positions added
+    rows: tuple[tuple[str, int, str, int], ...]  # [2k] (token, ID, "a" or "b", position)
 
 
 def same_piece(
@@ -267,8 +292,10 @@ def same_piece(
     k = len(piece)
     rows_a, rows_b = trace_a.rows[start_a : start_a + k], trace_b.rows[start_b : start_b + k]
     sum_a, sum_b = trace_a.summed[start_a : start_a + k], trace_b.summed[start_b : start_b + k]
+    ids = tuple(int(i) for i in trace_a.ids[start_a : start_a + k])
     return SamePiece(
         piece,
+        ids,
         start_a,
         start_b,
         rows_a,

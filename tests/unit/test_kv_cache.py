@@ -17,6 +17,7 @@ from tinyformer.kv_cache import (
     PRESETS,
     attention_kind,
     binary_size,
+    cache_ratio,
     gqa_saving,
     kv_cache_size,
     kv_group_of_heads,
@@ -99,6 +100,15 @@ def test_32_query_heads_8_kv_heads_groups_of_four() -> None:
     groups = kv_group_of_heads(32, 8)
     assert groups[:8] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [groups.count(g) for g in range(8)] == [4] * 8
+
+
+def test_cache_ratio_matches_the_full_computation() -> None:
+    assert cache_ratio(32, 8) == Fraction(1, 4)
+    assert cache_ratio(32, 1) == Fraction(1, 32)
+    assert cache_ratio(8, 8) == 1
+    assert cache_ratio(64, 8) == gqa_saving(80, 64, 8, 128, 4096, 2).ratio
+    with pytest.raises(ShapeError):
+        cache_ratio(8, 3)
 
 
 def test_kinds() -> None:
