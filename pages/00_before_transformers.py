@@ -87,8 +87,9 @@ ctx = (ctx or "").strip()[:MAX_CONTEXT]
 used, ignored = window(ctx, n)
 unknown = [c for c in dict.fromkeys(ctx) if c not in vocab]
 inside = [c for c in unknown if c in used]
-st.markdown(t("ngram.window", used=md(used) or "∅", c=n - 1)
-            + ("  \n" + t("ngram.ignored", ignored=md(ignored)) if ignored else ""))
+st.markdown(t("ngram.window", used=f":blue[{md(used)}]" if used else "∅", c=n - 1)
+            + ("  \n" + t("ngram.ignored", ignored=f":gray-background[{md(ignored)}]")
+               if ignored else ""))
 if unknown:
     (st.error if inside else st.info)(t("ngram.unknown_in" if inside else "ngram.unknown_out",
                                         chars=quote(unknown), v=len(vocab)))
@@ -172,7 +173,7 @@ hot = emb_lib.cosine_table(emb_lib.one_hot(range(len(WORDS)), len(WORDS)))
 left, right = st.columns(2)
 with left:
     st.markdown(f"**{t('ngram.onehot_table')}**")
-    heatmap(hot.vectors, WORDS, WORDS, key="onehot_map", zmin=0, zmax=1, height=240)
+    st.table(matrix_frame(hot.vectors, WORDS, WORDS, decimals=0))
 with right:
     st.markdown(f"**{t('ngram.onehot_dots')}**")
     heatmap(hot.dots, WORDS, WORDS, key="onehot_dots", zmin=0, zmax=1, height=240,
@@ -188,17 +189,17 @@ with left:
                        rows=3, bound=2.0, sliders=True, slider_range=(-2.0, 2.0),
                        help=t("ngram.embed_help"))
 with right:
-    fig = go.Figure(go.Scatter(x=emb[:, 0].tolist(), y=emb[:, 1].tolist(), text=PLANE,
-                               mode="markers+text", textposition="top center",
-                               marker={"size": 12, "color": ["#2f9e44", "#66a80f", "#d6336c"]},
-                               hovertemplate="%{text}: (%{x:.3f}, %{y:.3f})<extra></extra>"))
-    for x, y in emb.tolist():
-        fig.add_annotation(x=x, y=y, ax=0, ay=0, xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor="#868e96")
-    fig.update_xaxes(range=[-2.1, 2.1], zeroline=True, title=t("ngram.axis_edible"))
-    fig.update_yaxes(range=[-2.1, 2.1], zeroline=True, scaleanchor="x",
-                     title=t("ngram.axis_object"))
-    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False)
+    reach = max(1.2, 1.2 * float(emb.abs().max()))
+    arrows = [{"x": x, "y": y, "ax": 0, "ay": 0, "axref": "x", "ayref": "y", "showarrow": True,
+               "arrowhead": 3, "arrowwidth": 2, "arrowcolor": "#868e96"} for x, y in emb.tolist()]
+    fig = go.Figure(
+        go.Scatter(x=emb[:, 0].tolist(), y=emb[:, 1].tolist(), text=PLANE, mode="markers+text",
+                   textposition=["bottom right", "top left", "top center"],
+                   marker={"size": 12, "color": ["#2f9e44", "#66a80f", "#d6336c"]},
+                   hovertemplate="%{text}: (%{x:.3f}, %{y:.3f})<extra></extra>"),
+        {"height": 420, "margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "annotations": arrows,
+         "xaxis": {"range": [-reach, reach], "title": t("ngram.axis_edible")},
+         "yaxis": {"range": [-reach, reach], "title": t("ngram.axis_object"), "scaleanchor": "x"}})
     st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch", key="plane")
 cos = emb_lib.cosine_table(emb)
 if (cos.norms == 0).any():
@@ -240,21 +241,24 @@ def whitening_demo(points: int, seed: int) -> None:
         return
     st.caption(t("ngram.cloud_note"))
     lim = 1.1 * max(float(cloud.abs().max()), float(white.whitened.abs().max()))
-    for col, data, key, colour in zip(st.columns(2), (cloud, white.whitened),
-                                      ("before", "after"), ("#e8590c", "#1971c2"), strict=True):
-        with col:
-            st.metric(t(f"ngram.mean_cos_{key}"), num(emb_lib.mean_pairwise_cosine(data)))
-            fig = go.Figure(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(),
-                                       mode="markers",
-                                       marker={"size": 5, "color": colour, "opacity": 0.7},
-                                       hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
-            fig.update_xaxes(range=[-lim, lim], zeroline=True)
-            fig.update_yaxes(range=[-lim, lim], zeroline=True, scaleanchor="x")
-            fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10})
-            st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch", key=key)
+    traces, layout = [], {"height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+                          "showlegend": False}
+    for col, data, key, colour, ax in zip(st.columns(2), (cloud, white.whitened),
+                                          ("before", "after"), ("#e8590c", "#1971c2"),
+                                          ("", "2"), strict=True):
+        col.metric(t(f"ngram.mean_cos_{key}"), num(emb_lib.mean_pairwise_cosine(data)))
+        traces.append(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(), mode="markers",
+                                 xaxis=f"x{ax}", yaxis=f"y{ax}",
+                                 marker={"size": 5, "color": colour, "opacity": 0.7},
+                                 hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
+        layout[f"xaxis{ax}"] = {"range": [-lim, lim], "domain": [0, 0.47] if not ax else [0.53, 1]}
+        layout[f"yaxis{ax}"] = {"range": [-lim, lim], "scaleanchor": f"x{ax}", "anchor": f"x{ax}"}
+    st.plotly_chart(go.Figure(traces, layout), config={"displayModeBar": False},
+                    width="stretch", key="clouds")
     formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
-            rf"\mu = {latex_vec(white.mean)},\ \Sigma = {latex_matrix(white.covariance)},\ "
-            rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}")
+            rf"\begin{{gathered}}\mu = {latex_vec(white.mean)},\quad "
+            rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
+            rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
     with st.expander(t("ngram.whiten_check")):
         st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
 

@@ -22,6 +22,7 @@ header(stage)
 MAX_LEN = 32  # rows of the position table: the longest text this page embeds
 D_RANGE, SEED_RANGE, KINDS = (4, 16), (0, 999), ("learned", "sinusoidal")
 Q1, Q2 = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
+MD_ESCAPE = {c: "\\" + c for c in "\\`*_{}[]()#+-.!|$<>~"}  # typed text shown in Markdown
 CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "classroom.txt"
 
 
@@ -42,7 +43,7 @@ def set_text(value: str) -> None:
 def keep_valid(key: str, label: str, ok) -> None:
     """A shared link with an impossible value: say so and fall back to the default."""
     if key in st.session_state and not ok(st.session_state[key]):
-        st.error(t("tokens.bad_setting", key=t(label)), icon=":material/error:")
+        st.error(t("tokens.bad_setting", name=t(label)), icon=":material/error:")
         del st.session_state[key]
 
 
@@ -56,13 +57,18 @@ def read_text(key: str, default: str) -> str:
     return text[:MAX_LEN]
 
 
+def term(value) -> str:
+    """A number as the second term of a sum: negatives in parentheses."""
+    return f"({num(value)})" if float(value) < 0 else num(value)
+
+
 def int_in(lo: int, hi: int):
     return lambda v: isinstance(v, int | float) and float(v).is_integer() and lo <= v <= hi
 
 
 vocab = load_vocab()
 for key, ok in (("d", int_in(*D_RANGE)), ("seed", int_in(*SEED_RANGE)),
-                ("pos", KINDS.__contains__)):
+                ("sin", lambda v: isinstance(v, bool))):
     keep_valid(key, f"tokens.{key}_label", ok)
 
 # --- 1. Text to token IDs -------------------------------------------------------------
@@ -73,7 +79,8 @@ with st.container(horizontal=True):
     st.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
 enc = vocab.encode(text)
 if enc.unknown:
-    st.warning(t("tokens.unknown", chars=" ".join(f"「{c}」" for c in enc.unknown), id=UNK_ID),
+    unknown = " ".join(f"「{MD_ESCAPE.get(c, c)}」" for c in enc.unknown)
+    st.warning(t("tokens.unknown", chars=unknown, id=UNK_ID),
                icon=":material/help:")
 labels = list(enc.tokens)
 if labels:
@@ -87,13 +94,14 @@ with st.expander(t("tokens.vocab_all", v=len(vocab))):
 
 # --- 2. Each ID selects a row: X [N, d] ------------------------------------------------
 st.subheader(t("tokens.lookup_title"))
-c_d, c_seed = st.columns([3, 1])
+c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
 d = c_d.slider(t("tokens.d_label"), *D_RANGE, 8, key="d", bind="query-params")
 seed = c_seed.number_input(t("tokens.seed_label"), *SEED_RANGE, 0, key="seed",
                            bind="query-params")
+# A toggle, not a radio: the URL then holds true/false, the same in both languages.
+sin = c_sin.toggle(t("tokens.sin_label"), key="sin", bind="query-params")
+kind = KINDS[1] if sin else KINDS[0]
 random_weights_note()
-kind = st.radio(t("tokens.pos_label"), KINDS, key="pos", bind="query-params", horizontal=True,
-                format_func=lambda k: t(f"tokens.pos_{k}"))
 E, P = tables(len(vocab), int(d), int(seed), kind)
 cols = [str(j) for j in range(int(d))]
 z = {"colorscale": "RdBu", "zmin": -3, "zmax": 3}
@@ -140,10 +148,10 @@ if trace is not None and labels:
         st.markdown(f"**{t('tokens.sum_table', n=len(labels), d=int(d))}**")
         heatmap(trace.summed, cols, labels, key="sum_map", explain=lambda i, j: t(
             "tokens.cell_sum", i=i, tok=labels[i], j=j, x=num(trace.rows[i, j]),
-            p=num(trace.positions[i, j]), value=num(trace.summed[i, j])), **z)
+            p=term(trace.positions[i, j]), value=num(trace.summed[i, j])), **z)
     formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
             rf"(X + P)_{{0,0}} = E[{enc.ids[0]}]_0 + P[0]_0 = {num(trace.rows[0, 0])} + "
-            rf"({num(trace.positions[0, 0])}) = {num(trace.summed[0, 0])}")
+            rf"{term(trace.positions[0, 0])} = {num(trace.summed[0, 0])}")
 
 # --- 4. The same token in both questions -------------------------------------------------
 st.subheader(t("tokens.same_title"))
@@ -164,7 +172,7 @@ with c_after:
     st.markdown(f"**{t('tokens.after')}**")
     heatmap(view.after, cols, twin, key="after_map", **z, explain=lambda r, j: t(
         "tokens.cell_after", who=twin[r], id=view.rows[r][1], pos=view.rows[r][3], j=j,
-        x=num(view.before[r, j]), p=num(P[view.rows[r][3], j]), value=num(view.after[r, j])))
+        x=num(view.before[r, j]), p=term(P[view.rows[r][3], j]), value=num(view.after[r, j])))
 st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)),
              gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
              pa=same.start_a, pb=same.start_b), icon=":material/compare_arrows:")
@@ -181,6 +189,7 @@ if n_batch:
                                                   batch.valid.int().tolist(), strict=True)):
         rows += [list(toks), [str(i) for i in ids], [str(v) for v in valid]]
         names += [t(f"tokens.batch_{what}", b=row + 1) for what in ("tokens", "ids", "valid")]
+    # A plain table: a pandas Styler to grey the padding cost ~40 ms a rerun.
     st.table(pd.DataFrame(rows, index=names, columns=[str(i) for i in range(n_batch)]))
     formula(r"\mathrm{ids} \in \mathbb{Z}^{B \times N},\ \mathrm{valid} \in \{0,1\}^{B \times N}",
             rf"B = 2,\ N = {n_batch}")

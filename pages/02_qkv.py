@@ -148,7 +148,7 @@ st.markdown(t("qkv.scores_lead"))
 def score_explainer(trace, q_name: str, k_name: str):
     def explain(a: int, b: int) -> str:
         return t("qkv.cell_score", i=TOKENS[a], j=TOKENS[b]) + (
-            f"\n\n$s_{{{a}{b}}} = {q_name}_{{{a}}} \\cdot {k_name}_{{{b}}} = "
+            f"\n\n$s_{{{a},{b}}} = {q_name}_{{{a}}} \\cdot {k_name}_{{{b}}} = "
             f"{terms(trace.q[a], trace.k[b])} = {num(trace.scores[a, b])}$")
     return explain
 
@@ -161,7 +161,7 @@ def observations(trace) -> None:
         st.markdown(t("qkv.symmetric_no", i=TOKENS[a], j=TOKENS[b],
                       ij=num(trace.scores[a, b]), ji=num(trace.scores[b, a])))
     st.markdown(t("qkv.self_best", count=int(trace.self_best.sum()), n=len(TOKENS)) + " "
-                + t("qkv.best_keys", pairs=", ".join(
+                + t("qkv.best_keys", pairs=t("qkv.list_sep").join(
                     f"{TOKENS[r]} → {TOKENS[c]}" for r, c in enumerate(trace.best_key.tolist()))))
 
 

@@ -36,6 +36,12 @@ def run(d_k: int, n_pairs: int, seed: int) -> dict:
             "counts": [c.tolist() for c in hist.counts]}
 
 
+@st.cache_data(max_entries=64)
+def sweep(n_pairs: int, seed: int) -> list[tuple[float, float]]:
+    """Mean largest weight (unscaled, scaled) for every d_k choice: one cache look-up."""
+    return [run(d_k, n_pairs, seed)["top"] for d_k in DK_CHOICES]
+
+
 def terms(a: torch.Tensor, b: torch.Tensor) -> str:
     wrap = lambda v: f"({short(v)})" if v < 0 else short(v)  # noqa: E731
     return " + ".join(f"{wrap(x)}\\cdot{wrap(y)}" for x, y in zip(a, b, strict=True))
@@ -70,7 +76,7 @@ c1, c2, c3 = st.columns([3, 3, 1], vertical_alignment="bottom")
 d_k = c1.select_slider(t("scaling.d_k"), DK_CHOICES, value=64, key="dk", bind="query-params")
 n = c2.select_slider(t("scaling.pairs"), PAIR_CHOICES, value=5000, key="pairs",
                      bind="query-params")
-seed = c3.number_input(t("scaling.seed"), 0, 9999, 0, step=1, key="seed", bind="query-params")
+seed = c3.number_input(t("scaling.seed"), 0, 9999, 0, step=1, key="sseed", bind="query-params")
 try:
     res = run(d_k, n, int(seed))
 except TinyformerError as error:  # the widgets bound every size; kept as a safety net
@@ -116,9 +122,9 @@ st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max), count=re
 # --- The largest softmax weight as d_k grows ------------------------------------------
 st.subheader(t("scaling.sweep_title"))
 st.markdown(t("scaling.sweep_lead", keys=KEYS, uniform=num(1 / KEYS)))
-sweep = [run(dk, n, int(seed))["top"] for dk in DK_CHOICES]
+tops = sweep(n, int(seed))
 fig = go.Figure([
-    go.Scatter(x=DK_CHOICES, y=[s[i] for s in sweep], mode="lines+markers",
+    go.Scatter(x=DK_CHOICES, y=[top[i] for top in tops], mode="lines+markers",
                name=t(f"scaling.hist_{name}"), marker_color=COLOURS[name])
     for i, name in enumerate(("raw", "scaled"))
 ])

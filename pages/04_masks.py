@@ -22,6 +22,13 @@ VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]
 N_PAD = 2
 
 
+def checked(key: str, ok, default: object) -> None:
+    """A shared link holding a value this widget cannot take: say so, use the default."""
+    if key in st.session_state and not ok(st.session_state[key]):
+        st.error(t("masks.bad_link", name=key), icon=":material/error:")
+        st.session_state[key] = default
+
+
 def additive(allowed: torch.Tensor) -> torch.Tensor:
     """The mask as the matrix M added to the scores: 0 where allowed, −∞ where blocked."""
     return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
@@ -52,6 +59,8 @@ with right:
 st.subheader(t("masks.pad_title"))
 left, right = st.columns([3, 2])
 with right:
+    for name in ("causal", "pad"):
+        checked(name, lambda v: isinstance(v, bool), True)
     use_causal = st.toggle(t("masks.toggle_causal"), value=True, key="causal",
                            bind="query-params")
     use_pad = st.toggle(t("masks.toggle_pad"), value=True, key="pad", bind="query-params")

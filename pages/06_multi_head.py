@@ -42,6 +42,27 @@ def random_example(seed: int) -> tuple[torch.Tensor, ...]:
     return (x, *weights)
 
 
+def checked(key: str, ok, default: object) -> None:
+    """A shared link holding a value this widget cannot take: say so, use the default."""
+    if key in st.session_state and not ok(st.session_state[key]):
+        st.error(t("multihead.bad_link", name=key), icon=":material/error:")
+        st.session_state[key] = default
+
+
+def whole(lo: int, hi: int):
+    return lambda v: type(v) is int and lo <= v <= hi
+
+
+def one_of(options):
+    return lambda v: type(v) is int and v in options
+
+
+def number(col, label: str, key: str, lo: int, hi: int, default: int) -> int:
+    """A whole-number box, kept in the URL, that a bad link cannot break."""
+    checked(key, whole(lo, hi), default)
+    return int(col.number_input(label, lo, hi, default, step=1, key=key, bind="query-params"))
+
+
 def shape(tensor: torch.Tensor) -> str:
     return "[" + ", ".join(str(s) for s in tensor.shape) + "]"
 
@@ -55,13 +76,14 @@ def symmetric(tensor: torch.Tensor) -> dict[str, float]:
 # --- Heads split the width -----------------------------------------------------------
 st.subheader(t("multihead.split_title"))
 c1, c2, c3 = st.columns([3, 2, 2])
+checked("heads", one_of(HEAD_CHOICES), 2)
+checked("causal", lambda v: isinstance(v, bool), True)
 heads = c1.radio(t("multihead.heads"), HEAD_CHOICES, index=1, horizontal=True, key="heads",
                  bind="query-params")
-seed = c2.number_input(t("multihead.seed"), 0, 9999, 0, step=1, key="seed",
-                       bind="query-params")
+seed = number(c2, t("multihead.seed"), "seed", 0, 9999, 0)
 causal = c3.toggle(t("multihead.causal"), value=True, key="causal", bind="query-params")
 random_weights_note()
-x, w_q, w_k, w_v, w_o = random_example(int(seed))
+x, w_q, w_k, w_v, w_o = random_example(seed)
 try:
     tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads,
                               mask=causal_mask(len(TOKENS)) if causal else None)
@@ -98,11 +120,12 @@ if tr is not None:
             f" = {num(tr.scaled[0, h, i, j])},\\quad a = {num(tr.weights[0, h, i, j])}$")
 
     st.markdown(f"**{t('multihead.per_head')}**")
-    per_row = min(heads, 4)
+    per_row = min(heads, 2)  # wider than this, a 6 × 6 table stops being readable
     for start in range(0, heads, per_row):
         for h, col in zip(range(start, start + per_row), st.columns(per_row), strict=True):
             with col:
-                st.markdown(t("multihead.head_label", h=h, lo=h * hd, hi=(h + 1) * hd - 1))
+                label = "multihead.head_label" if hd > 1 else "multihead.head_label_one"
+                st.markdown(t(label, h=h, lo=h * hd, hi=(h + 1) * hd - 1))
                 heatmap(tr.weights[0, h], TOKENS, TOKENS, key=f"head{h}", zmin=0, zmax=1,
                         colorscale="Oranges", explain=lambda i, j, h=h: explain_head(h, i, j))
 
@@ -131,6 +154,8 @@ if tr is not None:
 st.subheader(t("multihead.gqa_title"))
 st.markdown(t("multihead.gqa_lead"))
 g1, g2 = st.columns(2)
+checked("gq", one_of(GQA_CHOICES), 32)
+checked("gkv", one_of(GQA_CHOICES), 8)
 gq = g1.selectbox(t("multihead.q_heads"), GQA_CHOICES, index=5, key="gq", bind="query-params")
 gkv = g2.selectbox(t("multihead.kv_heads"), GQA_CHOICES, index=3, key="gkv",
                    bind="query-params")
@@ -164,18 +189,19 @@ def apply_preset(name: str) -> None:
 
 for name, col in zip(PRESETS, st.columns(len(PRESETS)), strict=True):
     col.button(name, on_click=apply_preset, args=(name,), key=f"_preset_{name}")
-BYTES = {1: "1 (int8 / FP8)", 2: "2 (FP16 / BF16)", 4: "4 (FP32)"}
+BYTES = [1, 2, 4]  # int8 / FP8, FP16 / BF16, FP32
 i1, i2, i3 = st.columns(3)
-layers = i1.number_input(t("multihead.layers"), 1, 1000, 32, key="L", bind="query-params")
-q_heads = i2.number_input(t("multihead.q_heads"), 1, 1024, 32, key="qh", bind="query-params")
-kv_heads = i3.number_input(t("multihead.kv_heads"), 1, 1024, 8, key="kvh", bind="query-params")
+layers = number(i1, t("multihead.layers"), "L", 1, 1000, 32)
+q_heads = number(i2, t("multihead.q_heads"), "qh", 1, 1024, 32)
+kv_heads = number(i3, t("multihead.kv_heads"), "kvh", 1, 1024, 8)
 i4, i5, i6 = st.columns(3)
-head_dim = i4.number_input(t("multihead.head_dim"), 1, 1024, 128, key="hd", bind="query-params")
-seq = i5.number_input(t("multihead.seq"), 1, 10_000_000, 8192, key="seq", bind="query-params")
-nbytes = i6.selectbox(t("multihead.bytes"), list(BYTES), index=1, format_func=BYTES.get,
-                      key="bytes", bind="query-params")
+head_dim = number(i4, t("multihead.head_dim"), "hd", 1, 1024, 128)
+seq = number(i5, t("multihead.seq"), "seq", 1, 10_000_000, 8192)
+checked("bytes", one_of(BYTES), 2)
+nbytes = i6.selectbox(t("multihead.bytes"), BYTES, index=1, key="bytes", bind="query-params",
+                      help=t("multihead.bytes_help"))
 try:
-    sv = gqa_saving(int(layers), int(q_heads), int(kv_heads), int(head_dim), int(seq), nbytes)
+    sv = gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes)
 except TinyformerError as error:
     model_error(error)
 else:
@@ -183,7 +209,7 @@ else:
         value, unit = binary_size(n)
         return f"{num(value)} {unit}"
 
-    formula(r"\text{bytes} = L \times H_{kv} \times d_{head} \times N \times 2 \times b",
+    formula(r"S_{KV} = L \times H_{kv} \times d_{head} \times N \times 2 \times b",
             rf"{layers} \times {kv_heads} \times {head_dim} \times {seq} \times 2 \times {nbytes}"
             rf" = {sv.cache.total_bytes:,}".replace(",", "{,}"))
     m1, m2, m3 = st.columns(3)

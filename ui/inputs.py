@@ -36,12 +36,14 @@ def matrix_input(
     bound: float = 100.0,
     sliders: bool = False,
     slider_range: tuple[float, float] = (-5.0, 5.0),
+    slider_labels: Sequence[str] | None = None,
     help: str | None = None,
 ) -> torch.Tensor:
     """A matrix typed as '1, 0; 0, 1' (a vector as '1, 0'); returns float64.
 
     rows=None means a vector of len(default); an int fixes the row count; (lo, hi)
-    allows a variable number of rows. `key` is also the URL parameter.
+    allows a variable number of rows. `key` is also the URL parameter. slider_labels
+    names each component's slider (row by row), e.g. ["苹果 · edible", ...].
     """
     vector = rows is None
     grid = [list(map(float, default))] if vector else [list(map(float, r)) for r in default]
@@ -59,13 +61,14 @@ def matrix_input(
                  icon=":material/error:")
         grid = st.session_state.get(_valid_key(key), grid)
     if sliders and len(grid) * cols <= MAX_SLIDERS:
-        _component_sliders(key, grid, vector, slider_range)
+        _component_sliders(key, grid, vector, slider_range, slider_labels)
     values = torch.tensor(grid, dtype=torch.float64)
     return values[0] if vector else values
 
 
 def _component_sliders(key: str, grid: list[list[float]], vector: bool,
-                       slider_range: tuple[float, float]) -> None:
+                       slider_range: tuple[float, float],
+                       labels: Sequence[str] | None) -> None:
     lo, hi = slider_range
     cols = len(grid[0])
     flat = [v for row in grid for v in row]
@@ -74,9 +77,10 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
         slider_key = _slider_key(key, index)
         # Mirror the text (the source of truth) into the slider before it is drawn.
         st.session_state[slider_key] = min(max(value, lo), hi)
+        label = labels[index] if labels else _component_label(index, cols, vector)
         with columns[index % cols]:
             st.slider(
-                _component_label(index, cols, vector), lo, hi, step=0.1, key=slider_key,
+                label, lo, hi, step=0.1, key=slider_key,
                 on_change=_slider_moved, args=(key, len(flat), cols, vector),
                 format="%.2f",
             )

@@ -48,7 +48,7 @@ def test_worked_numbers_at_defaults(lang: str) -> None:
     assert next_table(at) == {"漫": ("6", "0.600"), "物": ("4", "0.400")}
     assert r"P(\text{漫}\mid \text{动}) = 6/10 = 0.600" in text
     assert r"P(\text{物}\mid \text{动}) = 4/10 = 0.400" in text
-    assert "~~看~~" in text  # the ignored part of the context
+    assert ":gray-background[看]" in text  # the ignored part of the context
     orders = table_rows(at, "n=3 · " + {"en": "trigram", "zh": "三元（trigram）"}[lang])
     assert [v for k, v in orders.items() if k.startswith("n=2")] == [["0.600", "0.400"]]
     assert [v for k, v in orders.items() if k.startswith("n=3")] == [["0.667", "0.333"]]
@@ -60,9 +60,10 @@ def test_worked_numbers_at_defaults(lang: str) -> None:
     assert "100{,}000^{5} = 10^{25}" in text
     assert "10,000,000,000,000,000,000,000,000" in text
     # one-hot: every pair of different words has dot product 0
-    dots = table_rows(at, "动物")
-    assert all(cell == ("1.000" if i == j else "0.000")
-               for i, row in enumerate(dots.values()) for j, cell in enumerate(row))
+    vectors, dots = (t.value for t in at.table if "动物" in t.value.index)
+    for frame, one, zero in ((vectors, "1", "0"), (dots, "1.000", "0.000")):
+        assert [list(map(str, row)) for row in frame.values] == [
+            [one if i == j else zero for j in range(4)] for i in range(4)]
     # embeddings: 苹果 and 梨 point the same way, 动漫 away from both
     cos = table_rows(at, "动漫", 3)
     assert cos["苹果"] == ["1.000", "0.993", "-0.933"]
@@ -81,14 +82,14 @@ def test_trigram_via_slider() -> None:
     assert next_table(at) == {"漫": ("4", "0.667"), "物": ("2", "0.333")}
     text = page_text(at)
     assert r"P(\text{漫}\mid \text{看动}) = 4/6 = 0.667" in text
-    assert "~~" not in text  # nothing ignored: the window holds the whole context
+    assert "gray-background" not in text  # nothing ignored: the window holds all of it
 
 
 def test_shared_link_trigram_and_window_forgets() -> None:
     at = open_page(PAGE, "en", {"n": 3, "ctx": "我看动"})
     assert_clean(at)
     assert next_table(at)["漫"] == ("4", "0.667")
-    assert "~~我~~" in page_text(at)
+    assert ":gray-background[我]" in page_text(at)
     # a different earlier character, the same bigram answer: the window forgot it
     at = open_page(PAGE, "en", {"n": 2, "ctx": "吃动"})
     assert next_table(at)["漫"] == ("6", "0.600")

@@ -1,5 +1,6 @@
-"""End-to-end fixtures: the app started the way the README starts it (`make run`), and
-Debian's Chromium (/usr/bin/chromium, never a downloaded browser) driven by Playwright.
+"""End-to-end fixtures: the app started the way the README starts it (`python3.11 dev.py
+run`, on a free port, in its own process group), and Debian's Chromium
+(/usr/bin/chromium, never a downloaded browser) driven by Playwright.
 
 One browser per session, a fresh context per test. Without /usr/bin/chromium the tests
 skip, except under CI=true, where a missing browser is a failure.
@@ -8,9 +9,11 @@ skip, except under CI=true, where a missing browser is a failure.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -42,6 +45,9 @@ TIMEOUT_MS = 30_000  # every wait on the page
 START_TIMEOUT_S = 90  # server start
 VIEWPORT = {"width": 1400, "height": 1000}
 
+# The README's way to start the app. dev.py needs Python 3.11; the venv's python is one.
+RUN_COMMAND = [shutil.which("python3.11") or sys.executable, "dev.py", "run"]
+
 # Streamlit's frontend, opened on a deep link (/<page>), first probes these two paths
 # under the page's own path and logs a 404 for each. Only these are filtered.
 DEEP_LINK_PROBES = ("_stcore/health", "_stcore/host-config")
@@ -58,7 +64,7 @@ def _require_chromium() -> None:
     pytest.skip(reason)
 
 
-# --- The server, started by `make run` in its own process group -------------------------
+# --- The server, started by the README's command in its own process group -------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -82,13 +88,13 @@ class Server:
             return ""
 
     def stop(self) -> None:
-        """End the whole process group: make and the Streamlit it started."""
+        """End the whole process group: the app and anything it started."""
         group = self.process.pid
         with suppress(ProcessLookupError):
             os.killpg(group, signal.SIGTERM)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and _group_alive(group):
-            self.process.poll()  # reap make as soon as it exits
+            self.process.poll()  # reap our child as soon as it exits
             time.sleep(0.1)
         with suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
@@ -109,7 +115,7 @@ def start_server() -> Server:
     log = Path(tempfile.mkstemp(prefix=f"tinyformer-e2e-{port}-", suffix=".log")[1])
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            ["make", "run", f"PORT={port}"],
+            [*RUN_COMMAND, "--port", str(port)],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=handle,
@@ -124,8 +130,8 @@ def _wait(server: Server, ready: Callable[[], bool], what: str) -> None:
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             server.stop()
-            pytest.fail(f"`make run` exited with {server.process.returncode} before {what}:\n"
-                        + server.log_tail())
+            pytest.fail(f"the app (dev.py run) exited with {server.process.returncode} "
+                        f"before {what}:\n{server.log_tail()}")
         if ready():
             return
         time.sleep(0.2)
@@ -166,6 +172,7 @@ def server() -> Iterator[Server]:
         yield running
     finally:
         running.stop()
+        running.log.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +184,7 @@ def fresh_server() -> Iterator[Server]:
         yield running
     finally:
         running.stop()
+        running.log.unlink(missing_ok=True)
 
 
 # --- The browser, and a fresh context per tab -------------------------------------------

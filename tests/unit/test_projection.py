@@ -1,0 +1,156 @@
+"""tinyformer.projection: Q = X W_q, K = X W_k, V = X W_v, and the X-itself variant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.projection import (
+    identity_qkv,
+    most_asymmetric_pair,
+    project_qkv,
+    random_setup,
+)
+
+PROPERTY = settings(max_examples=50, deadline=None)
+
+# The page's hand example: four tokens 运费 / 谁 / 承担 / ？ with d = 3, d_k = 2.
+X = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]], dtype=torch.float64)
+W_Q = torch.tensor([[-1, 0], [0, 1], [0, 0]], dtype=torch.float64)
+W_K = torch.tensor([[0, 1], [1, 0], [0, 2]], dtype=torch.float64)
+W_V = torch.tensor([[1, 0], [0, 2], [1, 1]], dtype=torch.float64)
+
+
+def randn(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+
+def test_hand_example_numbers() -> None:
+    trace = project_qkv(X, W_Q, W_K, W_V)
+    assert trace.q.tolist() == [[-1, 0], [0, 1], [-1, 1], [-1, -1]]
+    assert trace.k.tolist() == [[0, 3], [1, 2], [1, 1], [-1, 1]]
+    assert trace.v.tolist() == [[2, 1], [1, 3], [1, 2], [1, -2]]
+    assert trace.scores.tolist() == [[0, -1, -1, 1], [3, 2, 1, 1], [3, 1, 0, 2],
+                                     [-3, -3, -2, 0]]
+    assert not trace.symmetric
+    assert trace.best_key.tolist() == [3, 0, 0, 3]
+    assert trace.self_best.tolist() == [False, False, False, True]
+    assert trace.projected
+
+
+def test_hand_example_without_projections() -> None:
+    trace = identity_qkv(X)
+    assert trace.scores.tolist() == [[2, 1, 1, 1], [1, 2, 1, -1], [1, 1, 2, 0], [1, -1, 0, 2]]
+    assert trace.symmetric
+    assert trace.self_best.all()
+    assert trace.q is X and trace.k is X and trace.v is X
+    assert not trace.projected and trace.w_q is None
+
+
+def test_matches_numpy_and_torch_linear(gen: torch.Generator) -> None:
+    x, w_q, w_k, w_v = randn(gen, 2, 5, 6), randn(gen, 6, 4), randn(gen, 6, 4), randn(gen, 6, 3)
+    trace = project_qkv(x, w_q, w_k, w_v)
+    # nn.Linear stores [out, in] and computes x W^T: the same map as x @ W with W = weight^T.
+    torch.testing.assert_close(trace.q, F.linear(x, w_q.T))
+    torch.testing.assert_close(trace.v, F.linear(x, w_v.T))
+    q, k = x.numpy() @ w_q.numpy(), x.numpy() @ w_k.numpy()
+    np.testing.assert_allclose(trace.k.numpy(), k)
+    np.testing.assert_allclose(trace.scores.numpy(), q @ k.transpose(0, 2, 1))
+    assert trace.scores.shape == (2, 5, 5)
+
+
+def test_changing_w_v_leaves_the_scores_alone(gen: torch.Generator) -> None:
+    x, w_q, w_k = randn(gen, 4, 3), randn(gen, 3, 2), randn(gen, 3, 2)
+    first = project_qkv(x, w_q, w_k, randn(gen, 3, 2))
+    second = project_qkv(x, w_q, w_k, randn(gen, 3, 5))
+    torch.testing.assert_close(first.scores, second.scores)
+    assert not torch.allclose(first.v, second.v[..., :2])
+
+
+@PROPERTY
+@given(n=st.integers(1, 6), d=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_without_projections_the_table_is_symmetric(n: int, d: int, seed: int) -> None:
+    x = randn(torch.Generator().manual_seed(seed), n, d)
+    trace = identity_qkv(x)
+    assert trace.symmetric
+    torch.testing.assert_close(trace.scores.diagonal(), (x * x).sum(-1))
+
+
+@PROPERTY
+@given(n=st.integers(2, 6), d=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_equal_length_rows_match_themselves_most(n: int, d: int, seed: int) -> None:
+    x = randn(torch.Generator().manual_seed(seed), n, d)
+    x = x / x.norm(dim=-1, keepdim=True)  # Cauchy-Schwarz: x_i · x_j <= |x_i| |x_j| = 1
+    assert identity_qkv(x).self_best.all()
+
+
+@PROPERTY
+@given(d=st.integers(1, 5), d_k=st.integers(1, 5), seed=st.integers(0, 10_000))
+def test_w_q_equal_to_w_k_gives_a_symmetric_table(d: int, d_k: int, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    x, w = randn(gen, 4, d), randn(gen, d, d_k)
+    assert project_qkv(x, w, w, w).symmetric
+
+
+def test_self_best_counts_ties_as_best() -> None:
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
+    assert identity_qkv(x).self_best.tolist() == [True, True]
+
+
+def test_shape_errors_carry_keys() -> None:
+    with pytest.raises(ShapeError) as err:
+        project_qkv(X, W_Q[:2], W_K, W_V)
+    assert err.value.key == "projection_weight_rows" and err.value.values["name"] == "W_q"
+    with pytest.raises(ShapeError) as err:
+        project_qkv(X, W_Q, W_K[:, :1], W_V)
+    assert err.value.key == "projection_qk_width"
+    assert err.value.values == {"q_width": 2, "k_width": 1}
+    with pytest.raises(ShapeError) as err:
+        project_qkv(X[0], W_Q, W_K, W_V)
+    assert err.value.key == "projection_x_not_2d"
+    with pytest.raises(ShapeError):
+        identity_qkv(X[0])
+
+
+def test_most_asymmetric_pair_against_brute_force(gen: torch.Generator) -> None:
+    for _ in range(20):
+        scores = randn(gen, 5, 5)
+        i, j = most_asymmetric_pair(scores)
+        gaps = {(a, b): float(scores[a, b] - scores[b, a]) for a in range(5) for b in range(5)
+                if a != b}
+        assert gaps[(i, j)] == pytest.approx(max(gaps.values()))
+        assert scores[i, j] >= scores[j, i]
+    assert most_asymmetric_pair(identity_qkv(X).scores) == (0, 1)
+    assert most_asymmetric_pair(project_qkv(X, W_Q, W_K, W_V).scores) == (0, 3)
+    assert most_asymmetric_pair(torch.ones(1, 1)) == (0, 0)
+    with pytest.raises(ShapeError):
+        most_asymmetric_pair(torch.ones(2, 3))
+
+
+def test_random_setup_is_reproducible_rounded_and_bounded() -> None:
+    a = random_setup(4, 5, 3, torch.Generator().manual_seed(7))
+    b = random_setup(4, 5, 3, torch.Generator().manual_seed(7))
+    c = random_setup(4, 5, 3, torch.Generator().manual_seed(8))
+    assert a.x.shape == (4, 5) and a.w_q.shape == a.w_k.shape == a.w_v.shape == (5, 3)
+    for name in ("x", "w_q", "w_k", "w_v"):
+        assert torch.equal(getattr(a, name), getattr(b, name))
+        value = getattr(a, name)
+        torch.testing.assert_close(value, torch.round(value, decimals=2))
+    assert not torch.equal(a.x, c.x)
+    assert not torch.equal(a.w_q, a.w_k)  # three different matrices
+    with pytest.raises(ParameterError) as err:
+        random_setup(4, 0, 3, torch.Generator())
+    assert err.value.key == "projection_size"
+    with pytest.raises(ParameterError):
+        random_setup(4, 5, 65, torch.Generator())
+
+
+def test_random_weights_keep_projections_near_unit_size() -> None:
+    setup = random_setup(64, 64, 64, torch.Generator().manual_seed(0))
+    q = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v).q
+    assert 0.7 < float(q.std()) < 1.3  # N(0, 1/d) weights: entries of q have variance ~1
