@@ -14,7 +14,7 @@ from tinyformer.errors import TinyformerError
 from tinyformer.ngram import NGramModel
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap, matrix_frame
-from ui.fmt import latex_matrix, latex_vec, num, short
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num, short
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
@@ -59,10 +59,6 @@ def md(text: str) -> str:
 
 def quote(chars) -> str:
     return "、".join(f"「{md(c)}」" for c in chars)
-
-
-def dot_terms(a: torch.Tensor, b: torch.Tensor) -> str:
-    return " + ".join(f"{short(x)}\\cdot{short(y)}" for x, y in zip(a, b, strict=True))
 
 
 def window(text: str, k: int) -> tuple[str, str]:

@@ -10,9 +10,10 @@ from tinyformer.errors import TinyformerError
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
-from ui.fmt import num
+from ui.fmt import num, term
 from ui.formula import formula
 from ui.i18n import t
+from ui.inputs import guard_state, is_bool, whole
 from ui.notes import model_error, random_weights_note
 from ui.page import footer_nav, header, setup_page
 
@@ -40,13 +41,6 @@ def set_text(value: str) -> None:
     st.session_state["text"] = value
 
 
-def keep_valid(key: str, label: str, ok) -> None:
-    """A shared link with an impossible value: say so and fall back to the default."""
-    if key in st.session_state and not ok(st.session_state[key]):
-        st.error(t("tokens.bad_setting", name=t(label)), icon=":material/error:")
-        del st.session_state[key]
-
-
 def read_text(key: str, default: str) -> str:
     text = (st.text_input(t(f"tokens.{key}_label"), value=default, key=key,
                           bind="query-params", max_chars=200) or "").strip()
@@ -57,19 +51,9 @@ def read_text(key: str, default: str) -> str:
     return text[:MAX_LEN]
 
 
-def term(value) -> str:
-    """A number as the second term of a sum: negatives in parentheses."""
-    return f"({num(value)})" if float(value) < 0 else num(value)
-
-
-def int_in(lo: int, hi: int):
-    return lambda v: isinstance(v, int | float) and float(v).is_integer() and lo <= v <= hi
-
-
 vocab = load_vocab()
-for key, ok in (("d", int_in(*D_RANGE)), ("seed", int_in(*SEED_RANGE)),
-                ("sin", lambda v: isinstance(v, bool))):
-    keep_valid(key, f"tokens.{key}_label", ok)
+for key, ok in (("d", whole(*D_RANGE)), ("seed", whole(*SEED_RANGE)), ("sin", is_bool)):
+    guard_state(key, ok, label=t(f"tokens.{key}_label"))
 
 # --- 1. Text to token IDs -------------------------------------------------------------
 st.subheader(t("tokens.ids_title"))
@@ -148,10 +132,10 @@ if trace is not None and labels:
         st.markdown(f"**{t('tokens.sum_table', n=len(labels), d=int(d))}**")
         heatmap(trace.summed, cols, labels, key="sum_map", explain=lambda i, j: t(
             "tokens.cell_sum", i=i, tok=labels[i], j=j, x=num(trace.rows[i, j]),
-            p=term(trace.positions[i, j]), value=num(trace.summed[i, j])), **z)
+            p=term(trace.positions[i, j], 3), value=num(trace.summed[i, j])), **z)
     formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
             rf"(X + P)_{{0,0}} = E[{enc.ids[0]}]_0 + P[0]_0 = {num(trace.rows[0, 0])} + "
-            rf"{term(trace.positions[0, 0])} = {num(trace.summed[0, 0])}")
+            rf"{term(trace.positions[0, 0], 3)} = {num(trace.summed[0, 0])}")
 
 # --- 4. The same token in both questions -------------------------------------------------
 st.subheader(t("tokens.same_title"))
@@ -172,7 +156,7 @@ with c_after:
     st.markdown(f"**{t('tokens.after')}**")
     heatmap(view.after, cols, twin, key="after_map", **z, explain=lambda r, j: t(
         "tokens.cell_after", who=twin[r], id=view.rows[r][1], pos=view.rows[r][3], j=j,
-        x=num(view.before[r, j]), p=term(P[view.rows[r][3], j]), value=num(view.after[r, j])))
+        x=num(view.before[r, j]), p=term(P[view.rows[r][3], j], 3), value=num(view.after[r, j])))
 st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)),
              gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
              pa=same.start_a, pb=same.start_b), icon=":material/compare_arrows:")

@@ -6,8 +6,8 @@ import torch
 from tinyformer.errors import TinyformerError
 from tinyformer.projection import identity_qkv, most_asymmetric_pair, project_qkv, random_setup
 from ui.exercise import predict_then_reveal
-from ui.figures import heatmap, matrix_frame
-from ui.fmt import latex_matrix, latex_vec, num, short
+from ui.figures import diverging, heatmap, matrix_frame
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
@@ -40,20 +40,6 @@ def row_vec(values: torch.Tensor, decimals: int = 3) -> str:
         return latex_vec(values, decimals)
     head, tail = latex_vec(values[:4], decimals), latex_vec(values[-2:], decimals)
     return head.replace(r"\end{bmatrix}", r" & \cdots & ") + tail.split("}", 1)[1]
-
-
-def wrap(value: float) -> str:
-    return f"({short(value)})" if value < 0 else short(value)
-
-
-def terms(a: torch.Tensor, b: torch.Tensor) -> str:
-    return " + ".join(f"{wrap(x)}\\cdot{wrap(y)}" for x, y in zip(a, b, strict=True))
-
-
-def diverging(*tables: torch.Tensor) -> dict:
-    """Red below 0, blue above, white at 0, on one scale for the tables compared."""
-    top = max(float(m.abs().max()) for m in tables) or 1.0
-    return {"colorscale": "RdBu", "zmin": -top, "zmax": top}
 
 
 # --- Inputs: hand-sized X and matrices, or random larger ones -------------------------
@@ -111,7 +97,7 @@ def explainer(name: str):
         w = weights[name]
         return t("qkv.cell_proj", token=TOKENS[i], name=name, j=j, matrix=NAMES[name][1]) + (
             f"\n\n${name}_{{{i}}}[{j}] = x_{{{i}}} \\cdot {NAMES[name][1]}[:, {j}] = "
-            f"{terms(x[i], w[:, j])} = {value}$")
+            f"{dot_terms(x[i], w[:, j])} = {value}$")
     return explain
 
 
@@ -149,7 +135,7 @@ def score_explainer(trace, q_name: str, k_name: str):
     def explain(a: int, b: int) -> str:
         return t("qkv.cell_score", i=TOKENS[a], j=TOKENS[b]) + (
             f"\n\n$s_{{{a},{b}}} = {q_name}_{{{a}}} \\cdot {k_name}_{{{b}}} = "
-            f"{terms(trace.q[a], trace.k[b])} = {num(trace.scores[a, b])}$")
+            f"{dot_terms(trace.q[a], trace.k[b])} = {num(trace.scores[a, b])}$")
     return explain
 
 

@@ -8,7 +8,7 @@ from tinyformer.errors import TinyformerError
 from tinyformer.scaling import hand_scores, histogram, scaling_experiment
 from ui.exercise import predict_then_reveal
 from ui.figures import matrix_frame
-from ui.fmt import latex_vec, num, short, vec
+from ui.fmt import dot_terms, latex_vec, num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
@@ -42,11 +42,6 @@ def sweep(n_pairs: int, seed: int) -> list[tuple[float, float]]:
     return [run(d_k, n_pairs, seed)["top"] for d_k in DK_CHOICES]
 
 
-def terms(a: torch.Tensor, b: torch.Tensor) -> str:
-    wrap = lambda v: f"({short(v)})" if v < 0 else short(v)  # noqa: E731
-    return " + ".join(f"{wrap(x)}\\cdot{wrap(y)}" for x, y in zip(a, b, strict=True))
-
-
 # --- By hand: q = [1, 0] against k_A = [1, 0] and k_B = [0, 1] -----------------------
 st.subheader(t("scaling.hand_title"))
 cols = st.columns(3)
@@ -59,8 +54,8 @@ with cols[2]:
 hand = hand_scores(q, torch.stack([k_a, k_b]))
 st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
 formula(r"s_j = q \cdot k_j",
-        rf"s_A = {terms(q, k_a)} = {num(hand.scores[0])},\quad "
-        rf"s_B = {terms(q, k_b)} = {num(hand.scores[1])}")
+        rf"s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])},\quad "
+        rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}")
 st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
 formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
         rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "

@@ -10,7 +10,7 @@ from ui.figures import heatmap
 from ui.fmt import latex_matrix, num, short, vec
 from ui.formula import formula
 from ui.i18n import t
-from ui.inputs import matrix_input
+from ui.inputs import guard_state, is_bool, matrix_input
 from ui.page import footer_nav, header, setup_page
 
 stage = setup_page("masks")
@@ -20,13 +20,6 @@ TOKENS = ["运费", "谁", "承担", "？"]
 PADDED = ["[PAD]", "[PAD]", *TOKENS]  # one request, left-padded with 2 empty positions
 VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]
 N_PAD = 2
-
-
-def checked(key: str, ok, default: object) -> None:
-    """A shared link holding a value this widget cannot take: say so, use the default."""
-    if key in st.session_state and not ok(st.session_state[key]):
-        st.error(t("masks.bad_link", name=key), icon=":material/error:")
-        st.session_state[key] = default
 
 
 def additive(allowed: torch.Tensor) -> torch.Tensor:
@@ -60,7 +53,7 @@ st.subheader(t("masks.pad_title"))
 left, right = st.columns([3, 2])
 with right:
     for name in ("causal", "pad"):
-        checked(name, lambda v: isinstance(v, bool), True)
+        guard_state(name, is_bool, True)
     use_causal = st.toggle(t("masks.toggle_causal"), value=True, key="causal",
                            bind="query-params")
     use_pad = st.toggle(t("masks.toggle_pad"), value=True, key="pad", bind="query-params")

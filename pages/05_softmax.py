@@ -7,7 +7,7 @@ from tinyformer.attention import scaled_dot_product_attention
 from tinyformer.masks import causal_mask
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
-from ui.fmt import latex_matrix, latex_vec, num, short, vec
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
@@ -22,10 +22,6 @@ TOKENS = ["运费", "谁", "承担", "？"]
 
 def apply_preset(name: str) -> None:
     st.session_state["kA"], st.session_state["kB"] = PRESETS[name]
-
-
-def dot_terms(a: torch.Tensor, b: torch.Tensor) -> str:
-    return " + ".join(f"{short(x)}\\cdot{short(y)}" for x, y in zip(a, b, strict=True))
 
 
 # --- The hand example: one query, two keys, two values -------------------------------

@@ -16,10 +16,11 @@ from tinyformer.kv_cache import (
 )
 from tinyformer.masks import causal_mask
 from ui.exercise import predict_then_reveal
-from ui.figures import heatmap, matrix_frame
-from ui.fmt import latex_vec, num
+from ui.figures import diverging, heatmap, matrix_frame
+from ui.fmt import latex_vec, num, shape
 from ui.formula import formula
 from ui.i18n import t
+from ui.inputs import guard_state, is_bool, one_of, whole
 from ui.notes import model_error, random_weights_note
 from ui.page import footer_nav, header, setup_page
 
@@ -42,42 +43,17 @@ def random_example(seed: int) -> tuple[torch.Tensor, ...]:
     return (x, *weights)
 
 
-def checked(key: str, ok, default: object) -> None:
-    """A shared link holding a value this widget cannot take: say so, use the default."""
-    if key in st.session_state and not ok(st.session_state[key]):
-        st.error(t("multihead.bad_link", name=key), icon=":material/error:")
-        st.session_state[key] = default
-
-
-def whole(lo: int, hi: int):
-    return lambda v: type(v) is int and lo <= v <= hi
-
-
-def one_of(options):
-    return lambda v: type(v) is int and v in options
-
-
 def number(col, label: str, key: str, lo: int, hi: int, default: int) -> int:
     """A whole-number box, kept in the URL, that a bad link cannot break."""
-    checked(key, whole(lo, hi), default)
+    guard_state(key, whole(lo, hi), default)
     return int(col.number_input(label, lo, hi, default, step=1, key=key, bind="query-params"))
-
-
-def shape(tensor: torch.Tensor) -> str:
-    return "[" + ", ".join(str(s) for s in tensor.shape) + "]"
-
-
-def symmetric(tensor: torch.Tensor) -> dict[str, float]:
-    """Colour range centred on 0, so white means 0 in every red-blue map."""
-    top = float(tensor.abs().max()) or 1.0
-    return {"zmin": -top, "zmax": top}
 
 
 # --- Heads split the width -----------------------------------------------------------
 st.subheader(t("multihead.split_title"))
 c1, c2, c3 = st.columns([3, 2, 2])
-checked("heads", one_of(HEAD_CHOICES), 2)
-checked("causal", lambda v: isinstance(v, bool), True)
+guard_state("heads", one_of(HEAD_CHOICES), 2)
+guard_state("causal", is_bool, True)
 heads = c1.radio(t("multihead.heads"), HEAD_CHOICES, index=1, horizontal=True, key="heads",
                  bind="query-params")
 seed = number(c2, t("multihead.seed"), "seed", 0, 9999, 0)
@@ -131,7 +107,7 @@ if tr is not None:
 
     st.markdown(f"**{t('multihead.concat_title')}**")
     cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]
-    heatmap(tr.concat[0], cols, TOKENS, key="concat", colorscale="RdBu", **symmetric(tr.concat),
+    heatmap(tr.concat[0], cols, TOKENS, key="concat", **diverging(tr.concat),
             explain=lambda i, c: t("multihead.cell_concat", i=TOKENS[i], c=c, h=c // hd,
                                    k=c % hd, v=num(tr.concat[0, i, c])))
 
@@ -145,7 +121,7 @@ if tr is not None:
     formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
             r"\mathrm{head}_{H-1})\, W_o")
     heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TOKENS, key="out",
-            colorscale="RdBu", explain=explain_out, **symmetric(tr.output))
+            explain=explain_out, **diverging(tr.output))
     with st.expander(t("multihead.w_o_table")):
         st.table(matrix_frame(w_o, [str(c) for c in range(WIDTH)], cols))
     st.caption(t("multihead.params_note"))
@@ -154,8 +130,8 @@ if tr is not None:
 st.subheader(t("multihead.gqa_title"))
 st.markdown(t("multihead.gqa_lead"))
 g1, g2 = st.columns(2)
-checked("gq", one_of(GQA_CHOICES), 32)
-checked("gkv", one_of(GQA_CHOICES), 8)
+guard_state("gq", one_of(GQA_CHOICES), 32)
+guard_state("gkv", one_of(GQA_CHOICES), 8)
 gq = g1.selectbox(t("multihead.q_heads"), GQA_CHOICES, index=5, key="gq", bind="query-params")
 gkv = g2.selectbox(t("multihead.kv_heads"), GQA_CHOICES, index=3, key="gkv",
                    bind="query-params")
@@ -197,7 +173,7 @@ kv_heads = number(i3, t("multihead.kv_heads"), "kvh", 1, 1024, 8)
 i4, i5, i6 = st.columns(3)
 head_dim = number(i4, t("multihead.head_dim"), "hd", 1, 1024, 128)
 seq = number(i5, t("multihead.seq"), "seq", 1, 10_000_000, 8192)
-checked("bytes", one_of(BYTES), 2)
+guard_state("bytes", one_of(BYTES), 2)
 nbytes = i6.selectbox(t("multihead.bytes"), BYTES, index=1, key="bytes", bind="query-params",
                       help=t("multihead.bytes_help"))
 try:

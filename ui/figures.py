@@ -139,3 +139,18 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+def diverging(*tables) -> dict:
+    """Style for signed values: red below 0, blue above, white at 0, one scale for all
+    the tables compared side by side."""
+    top = max(_peak(table) for table in tables) or 1.0
+    return {"colorscale": "RdBu", "zmin": -top, "zmax": top}
+
+
+def _peak(table) -> float:
+    """The largest finite |value| of a tensor or nested list of any depth."""
+    flat = table.flatten().tolist() if hasattr(table, "flatten") else list(table)
+    while flat and isinstance(flat[0], list):
+        flat = [v for row in flat for v in row]
+    return max((abs(float(v)) for v in flat if math.isfinite(float(v))), default=0.0)

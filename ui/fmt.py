@@ -45,3 +45,20 @@ def _latex_num(value: float, decimals: int) -> str:
     if math.isinf(value):
         return r"-\infty" if value < 0 else r"\infty"
     return num(value, decimals)
+
+
+def term(value: float, decimals: int | None = None) -> str:
+    """A number inside a sum, negatives in parentheses: 1·(−2). Inputs show as typed
+    (decimals=None); computed values with fixed decimals."""
+    text = short(value) if decimals is None else num(value, decimals)
+    return f"({text})" if float(value) < 0 and text.strip("0.") else text
+
+
+def dot_terms(a: Iterable[float], b: Iterable[float]) -> str:
+    """LaTeX for a dot product written out term by term: 1\\cdot 1 + 0\\cdot(-2)."""
+    return " + ".join(f"{term(x)}\\cdot{term(y)}" for x, y in zip(a, b, strict=True))
+
+
+def shape(tensor) -> str:
+    """[1, 2, 6, 4]"""
+    return "[" + ", ".join(str(s) for s in tensor.shape) + "]"

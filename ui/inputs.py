@@ -8,7 +8,7 @@ value and shows a translated message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 import torch
@@ -121,3 +121,30 @@ def scalar_input(
 
 def _exact_typed(key: str, exact_key: str) -> None:
     st.session_state[key] = st.session_state[exact_key]
+
+
+def guard_state(key: str, valid: Callable[[object], bool], default: object = None,
+                label: str | None = None) -> None:
+    """A shared link (or a stale session) holding a value this widget cannot take: say
+    so and fall back to the default, before the widget is drawn. In a browser
+    Streamlit drops such URL values itself; this also covers values set in session
+    state, which would otherwise raise inside the widget."""
+    if key in st.session_state and not valid(st.session_state[key]):
+        st.error(t("input.bad_link", name=label or key), icon=":material/error:")
+        if default is None:
+            del st.session_state[key]
+        else:
+            st.session_state[key] = default
+
+
+def whole(lo: int, hi: int) -> Callable[[object], bool]:
+    """Validator: an int in [lo, hi] (a float would make an int widget raise)."""
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def one_of(options: Sequence[object]) -> Callable[[object], bool]:
+    return lambda v: v in options and not isinstance(v, bool)
+
+
+def is_bool(value: object) -> bool:
+    return isinstance(value, bool)

@@ -11,6 +11,7 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from ui.i18n import LANG_NAMES, LANGS, catalogue
 from ui.stages import STAGES, Stage, all_pages
@@ -18,6 +19,7 @@ from ui.stages import STAGES, Stage, all_pages
 from .conftest import SCREENSHOTS, TIMEOUT_MS, VIEWPORT, Server, Tab, url_name
 
 pytestmark = pytest.mark.e2e
+expect.set_options(timeout=TIMEOUT_MS)
 
 PAGES = all_pages()
 APP = '[data-testid="stApp"]'
@@ -133,7 +135,7 @@ def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab
     assert tab.page.locator('[data-testid="stException"]').count() == 0
     # The stage's own navigation is there too: the shared sidebar ran.
     sidebar = tab.page.locator('[data-testid="stSidebar"]')
-    assert sidebar.get_by_text(title(PAGES[0], "en"), exact=True).count() == 1
+    expect(sidebar.get_by_text(title(PAGES[0], "en"), exact=True)).to_have_count(1)
     assert tab.console_errors() == [], tab.console_errors()
 
 
@@ -146,7 +148,7 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     wait_for_text(tab, "[1.340, 1.321]")
 
     k_b = tab.page.get_by_label("k_B", exact=True)
-    assert k_b.input_value() == "0, 1"
+    expect(k_b).to_have_value("0, 1")
     k_b.fill("2, 0")
     k_b.press("Enter")  # a text input commits on Enter (or blur)
     wait_for_text(tab, "[0.660, 2.679]")
@@ -162,8 +164,8 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     wait_ready(other, title(stage, "en"))
     wait_for_text(other, "[0.660, 2.679]")
     wait_for_text(other, "[0.330, 0.670]")
-    assert other.page.get_by_label("k_B", exact=True).input_value() == "2, 0"
-    assert other.page.get_by_text("[1.340, 1.321]").count() == 0
+    expect(other.page.get_by_label("k_B", exact=True)).to_have_value("2, 0")
+    expect(other.page.get_by_text("[1.340, 1.321]")).to_have_count(0)
     assert other.console_errors() == [], other.console_errors()
 
 
@@ -175,12 +177,12 @@ def test_language_switch(server: Server, new_tab) -> None:
     wait_ready(tab, title(stage, "en"))
     sidebar = tab.page.locator('[data-testid="stSidebar"]')
     stages_en = catalogue("en")["kit.stages"]
-    assert sidebar.get_by_text(stages_en, exact=True).is_visible()
+    expect(sidebar.get_by_text(stages_en, exact=True)).to_be_visible()
 
     for lang, other in (("zh", "en"), ("en", "zh")):
         sidebar.get_by_role("radio", name=LANG_NAMES[lang]).click()
         wait_ready(tab, title(stage, lang))
-        assert heading(tab, title(stage, other)).count() == 0
+        expect(heading(tab, title(stage, other))).to_have_count(0)
         sidebar.get_by_text(catalogue(lang)["kit.stages"], exact=True).wait_for()
         tab.page.wait_for_url(re.compile(rf"[?&]lang={lang}(&|$)"))
     assert tab.page.locator('[data-testid="stException"]').count() == 0
