@@ -20,6 +20,7 @@ from ui.i18n import t
 
 MAX_CELL_TEXT = 144  # up to 12 x 12 the values are written in the cells
 _BLOCKED_COLOUR = "#e9ecef"
+CLICK_OPACITY = 0.01  # invisible to the eye, still a target for Plotly's click events
 
 
 def _rows(matrix) -> list[list[float]]:
@@ -47,6 +48,10 @@ def heatmap_figure(
     text = [[num(v, decimals) for v in row] for row in rows]
     show_text = n_rows * n_cols <= MAX_CELL_TEXT
     cells = [(i, j) for i in range(n_rows) for j in range(n_cols)]
+    height = height or min(520, 90 + 46 * n_rows)
+    # A click square as tall as a cell (the plot area is height minus the margins):
+    # larger squares overlap and tint their neighbours.
+    marker = max(6, min(60, int(0.9 * (height - 50) / n_rows)))
     heat = {
         "type": "heatmap", "z": z, "x": list(range(n_cols)), "y": list(range(n_rows)),
         "colorscale": colorscale, "zmin": zmin, "zmax": zmax, "text": text,
@@ -56,18 +61,18 @@ def heatmap_figure(
     clicks = {
         "type": "scatter", "x": [j for _, j in cells], "y": [i for i, _ in cells],
         "mode": "markers", "showlegend": False,
-        "marker": {"symbol": "square", "size": max(10, min(60, 360 // max(n_rows, n_cols))),
-                   "opacity": 0.02, "color": "#000"},
+        "marker": {"symbol": "square", "size": marker, "opacity": CLICK_OPACITY,
+                   "color": "#000"},
         "customdata": [[y_labels[i], x_labels[j], text[i][j]] for i, j in cells],
         "hovertemplate": "%{customdata[0]} → %{customdata[1]}: %{customdata[2]}<extra></extra>",
     }
     axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
     layout = {
         "xaxis": {**axis, "tickvals": list(range(n_cols)), "ticktext": list(x_labels),
-                  "side": "top", "title": {"text": x_title}},
+                  "side": "top", "title": {"text": x_title}, "range": [-0.5, n_cols - 0.5]},
         "yaxis": {**axis, "tickvals": list(range(n_rows)), "ticktext": list(y_labels),
-                  "autorange": "reversed", "title": {"text": y_title}},
-        "height": height or min(520, 90 + 46 * n_rows),
+                  "range": [n_rows - 0.5, -0.5], "title": {"text": y_title}},
+        "height": height,
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
         "plot_bgcolor": _BLOCKED_COLOUR, "dragmode": False, "clickmode": "event+select",
         "font": {"size": 14},

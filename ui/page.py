@@ -12,6 +12,13 @@ from ui.stages import Stage, all_pages, by_id, neighbours
 _LANG_WIDGET = "_lang_switch"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 DEVICE_PARAM = "device"
+# Long stage names wrap in the sidebar instead of ending in "…" (a projector is narrow).
+_CSS = """<style>
+[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"] span,
+[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"] p {
+  white-space: normal; overflow: visible; text-overflow: clip;
+}
+</style>"""
 
 
 def setup_page(stage_id: str) -> Stage:
@@ -33,6 +40,7 @@ def _switch_language() -> None:
 
 
 def _sidebar(current: Stage, lang: str) -> None:
+    st.html(_CSS)
     with st.sidebar:
         st.session_state[_LANG_WIDGET] = lang
         st.segmented_control(

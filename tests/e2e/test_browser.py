@@ -59,12 +59,15 @@ def wait_ready(tab: Tab, text: str | None = None) -> None:
         heading(tab, text).wait_for(state="visible")
     page.wait_for_selector(IDLE, state="attached")
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden")
-    # Every Plotly chart has drawn its SVG (the chart code loads lazily).
+    # The frontend loads each element's code lazily and shows a skeleton meanwhile: the
+    # numbers can be on screen seconds before the inputs and charts beside them.
     page.wait_for_function(
-        """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-                 .every(chart => chart.querySelector('.main-svg'))""",
+        """() => !document.querySelector('[data-testid="stSkeleton"]')
+                 && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                    .every(chart => chart.querySelector('.main-svg'))""",
         timeout=TIMEOUT_MS,
     )
+    page.wait_for_load_state("networkidle")  # fonts (KaTeX, CJK) and lazy chunks
     page.wait_for_selector(IDLE, state="attached")
 
 
@@ -148,7 +151,7 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     wait_for_text(tab, "[1.340, 1.321]")
 
     k_b = tab.page.get_by_label("k_B", exact=True)
-    expect(k_b).to_have_value("0, 1")
+    assert k_b.input_value() == "0, 1"  # drawn: wait_ready waited for every element
     k_b.fill("2, 0")
     k_b.press("Enter")  # a text input commits on Enter (or blur)
     wait_for_text(tab, "[0.660, 2.679]")
