@@ -34,13 +34,8 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
 @cache
 def catalogue(lang: str) -> dict[str, str]:
     """All keys of one language, flattened to dotted names ("softmax.title")."""
-    flat: dict[str, str] = {}
-    # staging/*.{lang}.toml: sections written by parallel work, merged into the main
-    # catalogue before landing.
-    for path in [_I18N_DIR / f"{lang}.toml", *sorted(_I18N_DIR.glob(f"staging/*.{lang}.toml"))]:
-        with open(path, "rb") as handle:
-            flat.update(_flatten(tomllib.load(handle)))
-    return flat
+    with open(_I18N_DIR / f"{lang}.toml", "rb") as handle:
+        return _flatten(tomllib.load(handle))
 
 
 def lang_from_locale(locale: str | None) -> str:
