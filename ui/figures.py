@@ -20,7 +20,7 @@ from ui.i18n import t
 
 MAX_CELL_TEXT = 144  # up to 12 x 12 the values are written in the cells
 _BLOCKED_COLOUR = "#e9ecef"
-CLICK_OPACITY = 0.01  # invisible to the eye, still a target for Plotly's click events
+CLICK_OPACITY = 0  # invisible, and Plotly still reports a click on it (checked in Chromium)
 
 
 def _rows(matrix) -> list[list[float]]:
@@ -51,12 +51,14 @@ def heatmap_figure(
     height = height or min(520, 90 + 46 * n_rows)
     # A click square as tall as a cell (the plot area is height minus the margins):
     # larger squares overlap and tint their neighbours.
-    marker = max(6, min(60, int(0.9 * (height - 50) / n_rows)))
+    marker = max(6, min(60, int(0.9 * (height - 36) / n_rows)))
     heat = {
         "type": "heatmap", "z": z, "x": list(range(n_cols)), "y": list(range(n_rows)),
         "colorscale": colorscale, "zmin": zmin, "zmax": zmax, "text": text,
         "texttemplate": "%{text}" if show_text else None, "hoverinfo": "skip",
         "showscale": False, "xgap": 1, "ygap": 1,
+        # Plotly shrinks cell text to fit by default: too small to read on a projector.
+        "textfont": {"size": 13 if n_cols <= 8 else 11},
     }
     clicks = {
         "type": "scatter", "x": [j for _, j in cells], "y": [i for i, _ in cells],
@@ -73,7 +75,7 @@ def heatmap_figure(
         "yaxis": {**axis, "tickvals": list(range(n_rows)), "ticktext": list(y_labels),
                   "range": [n_rows - 0.5, -0.5], "title": {"text": y_title}},
         "height": height,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 6},
         "plot_bgcolor": _BLOCKED_COLOUR, "dragmode": False, "clickmode": "event+select",
         "font": {"size": 14},
     }

@@ -11,8 +11,9 @@ def formula(symbolic: str, live: str | None = None) -> None:
     if live is None:
         st.latex(symbolic)
         return
-    left, right = st.columns([2, 3], vertical_alignment="center")
+    left, right = st.columns([2, 3], vertical_alignment="top")
     with left:
+        st.caption(t("kit.formula"))  # both sides captioned, so the two lines align
         st.latex(symbolic)
     with right:
         st.caption(t("kit.with_numbers"))
