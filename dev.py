@@ -65,9 +65,10 @@ def main() -> None:
                      help="0.0.0.0 serves the classroom's local network")
     commands.add_parser("test", help="set up, then run ruff and every test; other "
                         "arguments go to pytest (e.g. tests/unit -x)")
-    commands.add_parser("bench", help="set up, then print the rerun-cost benchmark")
+    commands.add_parser("bench", help="set up, then print the rerun-cost benchmark; other "
+                        "arguments go to benchmarks/rerun_cost.py")
     args, extra = parser.parse_known_args()
-    if extra and args.command != "test":
+    if extra and args.command == "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     setup()
@@ -79,7 +80,7 @@ def main() -> None:
             sys.exit(1)
         _exec("-m", "pytest", *extra)
     else:
-        _exec("benchmarks/rerun_cost.py")
+        _exec("benchmarks/rerun_cost.py", *extra)
 
 
 if __name__ == "__main__":

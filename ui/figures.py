@@ -91,12 +91,14 @@ def heatmap(
     *,
     key: str,
     explain: Callable[[int, int], str] | None = None,
-    table: bool = True,
+    table: bool | None = None,
     **style,
 ) -> tuple[int, int] | None:
     """Draw a heatmap; when a cell is clicked, return (row, col) and show `explain`.
 
-    A table twin with the exact numbers sits below in an expander.
+    Up to MAX_CELL_TEXT cells the exact numbers are written in the cells; a larger
+    matrix gets a table twin below, in an expander (table=True forces one). Tables
+    cost ~3 ms each (pandas to Arrow), so they are not drawn twice over.
     """
     fig = heatmap_figure(matrix, x_labels, y_labels, **style)
     event = st.plotly_chart(
@@ -109,6 +111,8 @@ def heatmap(
             st.caption(t("kit.click_cell"))
         else:
             st.markdown(explain(*cell))
+    if table is None:
+        table = len(x_labels) * len(y_labels) > MAX_CELL_TEXT
     if table:
         with st.expander(t("kit.as_table")):
             st.table(matrix_frame(matrix, x_labels, y_labels, style.get("decimals", 3)))

@@ -5,9 +5,11 @@ at.session_state[key] (the URL parameter and the widget key are the same name)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -34,14 +36,15 @@ def page_text(at: AppTest) -> str:
     """Everything a learner reads on the page, as one string, for number checks."""
     parts = []
     for kind in ("markdown", "caption", "latex", "info", "success", "warning", "error",
-                 "title", "subheader", "header", "code", "metric", "table", "dataframe"):
+                 "title", "subheader", "header", "code", "metric", "dataframe"):
         for element in getattr(at, kind, []):
             value = getattr(element, "value", None)
             if kind == "metric":
                 value = f"{element.label} {element.value}"
-            elif kind in ("table", "dataframe"):
+            elif kind == "dataframe":
                 value = value.to_string() if value is not None else ""
             parts.append(str(value))
+    parts.extend(frame.to_string() for frame in tables(at) if frame is not None)
     return "\n".join(parts)
 
 
@@ -56,3 +59,38 @@ def assert_clean(at: AppTest) -> None:
 @pytest.fixture(params=LANGS)
 def lang(request) -> str:
     return request.param
+
+
+def _walk(node) -> Iterator:
+    children = getattr(node, "children", None)
+    if children is None:
+        yield node
+        return
+    for child in children.values():
+        yield from _walk(child)
+
+
+def heatmap_frame(chart) -> pd.DataFrame:
+    """A kit heatmap read back as the table of exact numbers written in its cells."""
+    from ui.figures import _unique
+
+    spec = json.loads(chart.proto.spec)
+    layout = spec["layout"]
+    return pd.DataFrame(spec["data"][0]["text"],
+                        index=_unique(layout["yaxis"]["ticktext"]),
+                        columns=_unique(layout["xaxis"]["ticktext"]))
+
+
+def tables(at: AppTest) -> list[pd.DataFrame]:
+    """Every table of exact numbers on the page, in page order: st.table elements and
+    the kit's heatmaps (whose cells show their numbers in place of a table twin)."""
+    frames = []
+    for node in _walk(at.main):
+        if node.type == "table":
+            frames.append(node.value)
+        elif node.type == "plotly_chart":
+            spec = json.loads(node.proto.spec)
+            if spec["data"] and spec["data"][0].get("type") == "heatmap" and \
+                    spec["data"][0].get("text"):
+                frames.append(heatmap_frame(node))
+    return frames

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.conftest import assert_clean, open_page, page_text, tables
 from ui.i18n import catalogue
 
 PAGE = "pages/04_masks.py"
@@ -35,9 +35,6 @@ def expected_weights(q, k, causal: bool, pad: bool) -> list[list[str]]:
         rows.append([fmt(e / total if total else 0.0) for e in exps])
     return rows
 
-
-def tables(at) -> list[pd.DataFrame]:
-    return [t.value for t in at.table]
 
 
 def weights_table(at) -> list[list[str]]:

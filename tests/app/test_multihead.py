@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.conftest import assert_clean, open_page, page_text, tables
 from ui.i18n import catalogue
 
 PAGE = "pages/06_multi_head.py"
@@ -42,7 +42,7 @@ def expected(seed: int, heads: int, causal: bool = True) -> tuple[torch.Tensor, 
 
 
 def frames(at) -> list[pd.DataFrame]:
-    return [t.value for t in at.table]
+    return tables(at)
 
 
 def head_tables(at) -> list[list[list[str]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.conftest import assert_clean, open_page, page_text, tables
 from tinyformer.embedding import anisotropic_cloud, mean_pairwise_cosine, whiten
 from ui.fmt import num
 
@@ -14,8 +14,8 @@ PAGE = "pages/00_before_transformers.py"
 
 def table_rows(at, label: str, rows: int | None = None) -> dict[str, list[str]]:
     """Rows (label -> cells) of the first table whose index holds `label` (and has `rows`)."""
-    for table in at.table:
-        frame = table.value
+    for table in tables(at):
+        frame = table
         if label in [str(i) for i in frame.index] and rows in (None, len(frame)):
             return {str(i): [str(v) for v in row] for i, row in zip(frame.index, frame.values,
                                                                       strict=True)}
@@ -24,8 +24,8 @@ def table_rows(at, label: str, rows: int | None = None) -> dict[str, list[str]]:
 
 def next_table(at) -> dict[str, tuple[str, str]]:
     """The count / probability table: next character -> (count, probability)."""
-    for table in at.table:
-        frame = table.value
+    for table in tables(at):
+        frame = table
         if frame.shape[1] == 3 and frame.index.tolist()[0] == 0:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in frame.values}
     return {}
@@ -60,7 +60,7 @@ def test_worked_numbers_at_defaults(lang: str) -> None:
     assert "100{,}000^{5} = 10^{25}" in text
     assert "10,000,000,000,000,000,000,000,000" in text
     # one-hot: every pair of different words has dot product 0
-    vectors, dots = (t.value for t in at.table if "动物" in t.value.index)
+    vectors, dots = (t for t in tables(at) if "动物" in t.index)
     for frame, one, zero in ((vectors, "1", "0"), (dots, "1.000", "0.000")):
         assert [list(map(str, row)) for row in frame.values] == [
             [one if i == j else zero for j in range(4)] for i in range(4)]

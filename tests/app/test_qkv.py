@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.conftest import assert_clean, open_page, page_text, tables
 from tinyformer.projection import identity_qkv, project_qkv, random_setup
 from ui.figures import matrix_frame
 
@@ -26,9 +26,6 @@ X = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]], dtype=torch.floa
 W = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
      "Wv": [[1, 0], [0, 2], [1, 1]]}
 
-
-def tables(at) -> list:
-    return [element.value for element in at.table]
 
 
 def has_table(at, matrix, cols, rows=TOKENS) -> bool:

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.conftest import assert_clean, open_page, page_text, tables
 from tinyformer.positional import sinusoidal
 from tinyformer.tokenizer import position_table, random_table
 from ui.fmt import num
@@ -20,8 +20,8 @@ VOCAB = 72  # 2 specials + the classroom corpus's 70 distinct characters
 
 def table(at, first_row: str):
     """The page's table whose first row is labelled `first_row`."""
-    for element in at.table:
-        frame = element.value
+    for element in tables(at):
+        frame = element
         if len(frame.index) and frame.index[0] == first_row:
             return frame
     raise AssertionError(f"no table starting with {first_row!r}")
@@ -50,7 +50,7 @@ def test_x_rows_are_the_seeded_table_rows_and_positions_add(lang):
     at = open_page(PAGE, lang)
     E, P = random_table(VOCAB, 8, 0), position_table("learned", 32, 8, 0)
     first = "商"
-    x = [frame for frame in (e.value for e in at.table) if frame.index[0] == first]
+    x = [frame for frame in tables(at) if frame.index[0] == first]
     assert len(x) == 2  # X and X + P, both labelled by token
     assert x[0].values.tolist() == rows_as_text(E[2:16])
     assert x[1].values.tolist() == rows_as_text(E[2:16] + P[:14])
@@ -62,7 +62,7 @@ def test_yunfei_starts_from_the_same_rows_in_both_questions(lang):
     at = open_page(PAGE, lang)
     E, P = random_table(VOCAB, 8, 0), position_table("learned", 32, 8, 0)
     label = "运 · Q1 · pos 8" if lang == "en" else "运 · 问1 · 位置 8"
-    before, after = [e.value for e in at.table if e.value.index[0] == label]
+    before, after = [e for e in tables(at) if e.index[0] == label]
     assert before.values.tolist() == rows_as_text(E[[10, 10, 11, 11]])
     assert after.values.tolist() == rows_as_text(E[[10, 10, 11, 11]] + P[[8, 6, 9, 7]])
     result = at.success[0].value
