@@ -4,7 +4,7 @@ import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
-from tinyformer.masks import causal_mask, combine, padding_mask
+from tinyformer.masks import additive, causal_mask, combine, padding_mask
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
 from ui.fmt import latex_matrix, num, short, vec
@@ -20,11 +20,6 @@ TOKENS = ["运费", "谁", "承担", "？"]
 PADDED = ["[PAD]", "[PAD]", *TOKENS]  # one request, left-padded with 2 empty positions
 VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]
 N_PAD = 2
-
-
-def additive(allowed: torch.Tensor) -> torch.Tensor:
-    """The mask as the matrix M added to the scores: 0 where allowed, −∞ where blocked."""
-    return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
 
 
 # --- 1. The causal pattern for 4 positions ------------------------------------------

@@ -52,3 +52,15 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
                 "mask_not_bool", f"masks must be bool tensors, got {m.dtype}", dtype=str(m.dtype)
             )
     return reduce(torch.logical_and, masks)
+
+
+def additive(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The same mask as the matrix M added to the scores: 0 where allowed, -inf where
+    blocked (the form in softmax(QK^T / sqrt(d_k) + M))."""
+    if allowed.dtype != torch.bool:
+        raise ShapeError(
+            "mask_not_bool", f"mask must be a bool tensor, got {allowed.dtype}",
+            dtype=str(allowed.dtype),
+        )
+    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return zeros.masked_fill(~allowed, float("-inf"))

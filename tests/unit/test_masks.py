@@ -83,3 +83,19 @@ def test_combine_rejects_bad_input(masks: tuple[torch.Tensor, ...], key: str) ->
     with pytest.raises(ShapeError) as err:
         combine(*masks)
     assert err.value.key == key
+
+
+def test_additive_mask_matches_pytorch_float_masks():
+    """PyTorch accepts a float mask added to the scores; ours must give the same output."""
+    import torch.nn.functional as F
+
+    from tinyformer.attention import scaled_dot_product_attention
+    from tinyformer.masks import additive
+
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(5, 4, generator=gen) for _ in range(3))
+    allowed = causal_mask(5)
+    m = additive(allowed)
+    assert m[0, 1] == float("-inf") and m[1, 0] == 0 and m[3, 3] == 0
+    ours = scaled_dot_product_attention(q, k, v, mask=allowed).output
+    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=m))
