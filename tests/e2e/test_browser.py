@@ -142,6 +142,25 @@ def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab
     assert tab.console_errors() == [], tab.console_errors()
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_softmax_worked_numbers_in_each_language(server: Server, new_tab, lang: str) -> None:
+    """CURRICULUM.md section 5's defaults, on screen in a real browser."""
+    stage = _softmax()
+    tab = new_tab()
+    tab.page.goto(page_url(server, stage, lang))
+    wait_ready(tab, title(stage, lang))
+    for number in ("[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]"):
+        wait_for_text(tab, number)
+    # A bad cell shows the translated message; the numbers stay those of the last value.
+    q = tab.page.get_by_label("q", exact=True)
+    q.fill("nan, 1")
+    q.press("Enter")
+    message = catalogue(lang)["input.not_finite"].split("{token}")[-1][:12]
+    tab.page.locator('[data-testid="stAlert"]').get_by_text(message).wait_for()
+    wait_for_text(tab, "[1.340, 1.321]")
+    assert tab.page.locator('[data-testid="stException"]').count() == 0
+
+
 # --- (3): edit a value; the URL carries it; the link reproduces the view ------------
 def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     stage = _softmax()
