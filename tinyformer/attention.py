@@ -200,6 +200,20 @@ def multi_head_attention(
     )
 
 
+def kv_group_size(n_heads: int, n_kv_heads: int) -> int:
+    """How many query heads share one K/V head (GQA); raises when they cannot share
+    evenly. 1 is plain multi-head attention; n_heads is MQA."""
+    if n_heads % n_kv_heads != 0:
+        raise ShapeError(
+            "heads_not_divisible",
+            f"{n_heads} query heads cannot be shared evenly by {n_kv_heads} K/V heads: "
+            f"n_heads must be a multiple of n_kv_heads",
+            heads=n_heads,
+            kv_heads=n_kv_heads,
+        )
+    return n_heads // n_kv_heads
+
+
 def _check_mha_shapes(
     x: torch.Tensor,
     w_q: torch.Tensor,
@@ -224,14 +238,7 @@ def _check_mha_shapes(
     width = w_q.shape[-1]
     if width % n_heads != 0:
         raise _width_error(width, n_heads)
-    if n_heads % n_kv_heads != 0:
-        raise ShapeError(
-            "heads_not_divisible",
-            f"{n_heads} query heads cannot be shared evenly by {n_kv_heads} K/V heads: "
-            f"n_heads must be a multiple of n_kv_heads",
-            heads=n_heads,
-            kv_heads=n_kv_heads,
-        )
+    kv_group_size(n_heads, n_kv_heads)
     head_dim = width // n_heads
     d = x.shape[-1]
     expected = {

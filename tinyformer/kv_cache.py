@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.attention import kv_group_size
+from tinyformer.errors import ParameterError
 
 KIB = 1024
 MIB = 1024**2
@@ -129,15 +130,7 @@ def kv_group_of_heads(n_heads: int, n_kv_heads: int) -> list[int]:
     """
     _check_positive_int("n_heads", n_heads)
     _check_positive_int("n_kv_heads", n_kv_heads)
-    if n_heads % n_kv_heads != 0:
-        raise ShapeError(
-            "heads_not_divisible",
-            f"{n_heads} query heads cannot be shared evenly by {n_kv_heads} K/V heads: "
-            f"n_heads must be a multiple of n_kv_heads",
-            heads=n_heads,
-            kv_heads=n_kv_heads,
-        )
-    group = n_heads // n_kv_heads
+    group = kv_group_size(n_heads, n_kv_heads)
     return [h // group for h in range(n_heads)]
 
 

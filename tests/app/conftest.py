@@ -94,3 +94,13 @@ def tables(at: AppTest) -> list[pd.DataFrame]:
                     spec["data"][0].get("text"):
                 frames.append(heatmap_frame(node))
     return frames
+
+
+def click(*cells: tuple[str, int, int]) -> dict:
+    """Session state for clicks on heatmap cells (key, row, col), as Streamlit stores a
+    Plotly selection (x = column): pass it as open_page(..., state=click(...))."""
+    return {key: {"selection": {"points": [{"x": col, "y": row}]}} for key, row, col in cells}
+
+
+def explanations(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)

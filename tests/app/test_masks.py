@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text, tables
+from tests.app.conftest import assert_clean, click, explanations, open_page, page_text, tables
 from ui.i18n import catalogue
 
 PAGE = "pages/04_masks.py"
@@ -155,15 +155,6 @@ def test_exercise_reveals_the_answer(lang: str) -> None:
     assert_clean(at)
     explanation = catalogue(lang)["masks.ex_explain"]
     assert any(explanation in s.value for s in at.success)
-
-
-def click(*cells: tuple[str, int, int]) -> dict:
-    """A click on heatmap cells, as Streamlit stores a Plotly selection (x = column)."""
-    return {key: {"selection": {"points": [{"x": col, "y": row}]}} for key, row, col in cells}
-
-
-def explanations(at) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 def test_clicked_cells_explain_themselves() -> None:
