@@ -3,7 +3,6 @@ embeddings place words so that similarity is a cosine; whitening spreads a narro
 
 import math
 from itertools import pairwise
-from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,9 +11,10 @@ import torch
 from tinyformer import embedding as emb_lib
 from tinyformer.errors import TinyformerError
 from tinyformer.ngram import NGramModel
+from ui.corpus import corpus_text
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap, matrix_frame
-from ui.fmt import dot_terms, latex_matrix, latex_vec, num, short
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num, plain, short
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input
@@ -29,8 +29,7 @@ WORDS, PLANE = ["苹果", "梨", "动漫", "动物"], ["苹果", "梨", "动漫"
 
 @st.cache_resource
 def corpus() -> tuple[list[str], list[str]]:
-    text = (Path(__file__).parent.parent / "assets/corpus/classroom.txt").read_text("utf-8")
-    sequences = emb_lib.char_sequences(text)
+    sequences = emb_lib.char_sequences(corpus_text())
     return sequences, emb_lib.vocabulary(sequences)
 
 
@@ -52,13 +51,8 @@ def cond_prob(context: str, token: str) -> str:
     return f"P(\\text{{{token}}}{given}) = {counts.get(token, 0)}/{total} = {num(p)}"
 
 
-def md(text: str) -> str:
-    """Typed text shown as itself in Markdown (no emphasis, links or maths)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!~|<>$" else c for c in text)
-
-
 def quote(chars) -> str:
-    return "、".join(f"「{md(c)}」" for c in chars)
+    return "、".join(f"「{plain(c)}」" for c in chars)
 
 
 def window(text: str, k: int) -> tuple[str, str]:
@@ -83,8 +77,8 @@ ctx = (ctx or "").strip()[:MAX_CONTEXT]
 used, ignored = window(ctx, n)
 unknown = [c for c in dict.fromkeys(ctx) if c not in vocab]
 inside = [c for c in unknown if c in used]
-st.markdown(t("ngram.window", used=f":blue[{md(used)}]" if used else "∅", c=n - 1)
-            + ("  \n" + t("ngram.ignored", ignored=f":gray-background[{md(ignored)}]")
+st.markdown(t("ngram.window", used=f":blue[{plain(used)}]" if used else "∅", c=n - 1)
+            + ("  \n" + t("ngram.ignored", ignored=f":gray-background[{plain(ignored)}]")
                if ignored else ""))
 if unknown:
     (st.error if inside else st.info)(t("ngram.unknown_in" if inside else "ngram.unknown_out",
@@ -93,7 +87,7 @@ counts = model(n).counts(used) if len(ctx) >= n - 1 else {}
 if len(ctx) < n - 1:
     st.warning(t("ngram.too_short", c=n - 1, got=len(ctx)))
 elif not counts and not inside:
-    st.warning(t("ngram.unseen_context", used=md(used)))
+    st.warning(t("ngram.unseen_context", used=plain(used)))
 elif counts:
     total = sum(counts.values())
     top = list(counts.items())[:10]

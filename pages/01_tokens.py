@@ -1,6 +1,5 @@
 """Stage 1: text becomes token IDs; each ID selects one row of the embedding table."""
 
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -8,9 +7,10 @@ import torch
 
 from tinyformer.errors import TinyformerError
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
+from ui.corpus import corpus_text
 from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
-from ui.fmt import num, term
+from ui.fmt import num, plain, term
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import guard_state, is_bool, whole
@@ -23,16 +23,14 @@ header(stage)
 MAX_LEN = 32  # rows of the position table: the longest text this page embeds
 D_RANGE, SEED_RANGE, KINDS = (4, 16), (0, 999), ("learned", "sinusoidal")
 Q1, Q2 = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
-MD_ESCAPE = {c: "\\" + c for c in "\\`*_{}[]()#+-.!|$<>~"}  # typed text shown in Markdown
-CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "classroom.txt"
 
 
 @st.cache_resource
 def load_vocab() -> CharVocab:
-    return CharVocab.from_corpus(CORPUS.read_text(encoding="utf-8"))
+    return CharVocab.from_corpus(corpus_text())
 
 
-@st.cache_resource
+@st.cache_resource(max_entries=256)  # d x seed x kind: bounded, ~7 KB an entry
 def tables(vocab_size: int, d: int, seed: int, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
     return random_table(vocab_size, d, seed), position_table(kind, MAX_LEN, d, seed)
 
@@ -63,7 +61,7 @@ with st.container(horizontal=True):
     st.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
 enc = vocab.encode(text)
 if enc.unknown:
-    unknown = " ".join(f"「{MD_ESCAPE.get(c, c)}」" for c in enc.unknown)
+    unknown = " ".join(f"「{plain(c)}」" for c in enc.unknown)
     st.warning(t("tokens.unknown", chars=unknown, id=UNK_ID),
                icon=":material/help:")
 labels = list(enc.tokens)

@@ -62,3 +62,11 @@ def dot_terms(a: Iterable[float], b: Iterable[float]) -> str:
 def shape(tensor) -> str:
     """[1, 2, 6, 4]"""
     return "[" + ", ".join(str(s) for s in tensor.shape) + "]"
+
+
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-.!|$<>~")
+
+
+def plain(text: str) -> str:
+    """Typed text shown as itself inside Markdown: no emphasis, links or maths."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in text)
