@@ -44,3 +44,19 @@ def test_every_stage_renders_in_both_languages(lang):
         at = open_page(stage.path, lang)
         assert_clean(at)
         assert at.title[0].value.startswith(stage.number)
+
+
+def test_a_link_asking_for_a_gpu_falls_back_to_the_cpu_with_a_note():
+    import torch
+
+    from ui.i18n import catalogue
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"lang": "en", "device": "cuda"})
+    at.run()
+    assert not at.exception
+    notes = [i.value for i in at.sidebar.info]
+    if torch.cuda.is_available():
+        assert at.sidebar.radio("device").value == "cuda"
+    else:
+        assert catalogue("en")["kit.no_cuda"] in notes
