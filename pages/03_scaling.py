@@ -10,8 +10,8 @@ from ui.exercise import predict_then_reveal
 from ui.figures import matrix_frame
 from ui.fmt import dot_terms, latex_vec, num, vec
 from ui.formula import formula
+from ui.hand_example import hand_example_inputs
 from ui.i18n import t
-from ui.inputs import matrix_input
 from ui.notes import model_error
 from ui.page import footer_nav, header, setup_page
 
@@ -44,13 +44,7 @@ def sweep(n_pairs: int, seed: int) -> list[tuple[float, float]]:
 
 # --- By hand: q = [1, 0] against k_A = [1, 0] and k_B = [0, 1] -----------------------
 st.subheader(t("scaling.hand_title"))
-cols = st.columns(3)
-with cols[0]:
-    q = matrix_input("q", "q", [1, 0], sliders=True)
-with cols[1]:
-    k_a = matrix_input("kA", "k_A", [1, 0], sliders=True)
-with cols[2]:
-    k_b = matrix_input("kB", "k_B", [0, 1], sliders=True)
+q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
 hand = hand_scores(q, torch.stack([k_a, k_b]))
 st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
 formula(r"s_j = q \cdot k_j",

@@ -9,6 +9,7 @@ from ui.exercise import predict_then_reveal
 from ui.figures import heatmap
 from ui.fmt import dot_terms, latex_matrix, latex_vec, num, vec
 from ui.formula import formula
+from ui.hand_example import hand_example_inputs
 from ui.i18n import t
 from ui.inputs import matrix_input
 from ui.page import footer_nav, header, setup_page
@@ -26,15 +27,7 @@ def apply_preset(name: str) -> None:
 
 # --- The hand example: one query, two keys, two values -------------------------------
 st.subheader(t("softmax.hand_title"))
-cols = st.columns(3)
-with cols[0]:
-    q = matrix_input("q", "q", [1, 0], sliders=True)
-with cols[1]:
-    k_a = matrix_input("kA", "k_A", [1, 0], sliders=True)
-    k_b = matrix_input("kB", "k_B", [0, 1], sliders=True)
-with cols[2]:
-    v_a = matrix_input("vA", "v_A", [2, 0], sliders=True)
-    v_b = matrix_input("vB", "v_B", [0, 4], sliders=True)
+q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
 left, right, _ = st.columns([1, 1, 3])
 left.button(t("softmax.preset_default"), on_click=apply_preset, args=("default",))
 right.button(t("softmax.preset_kb"), on_click=apply_preset, args=("kb_20",))
