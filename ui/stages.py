@@ -54,7 +54,7 @@ def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
 # The overview's diagram: the path from text to the next token. A step links to the
 # page that teaches it once that page is built.
 PIPELINE: tuple[tuple[str, str | None], ...] = (
-    ("text", "ngram"),
+    ("text", None),
     ("tokens", "tokens"),
     ("embed", "tokens"),
     ("qkv", "qkv"),
