@@ -1,9 +1,9 @@
 """Inputs that validate, explain bad values, and reproduce from a shared link.
 
-matrix_input: a typed matrix or vector (the URL keeps the text), with optional
-sliders for each component. scalar_input: a slider (the URL keeps it) with exact
-typing beside it. Bad input never reaches the maths: the page keeps the last valid
-value and shows a translated message.
+matrix_input: a typed matrix or vector (the URL keeps the text, the exact value),
+with optional sliders for each component. Bad input never reaches the maths: the
+page keeps the last valid value and shows a translated message. guard_state does
+the same for a plain widget's value arriving by link.
 """
 
 from __future__ import annotations
@@ -94,33 +94,6 @@ def _slider_moved(key: str, count: int, cols: int, vector: bool) -> None:
     flat = [float(st.session_state[_slider_key(key, i)]) for i in range(count)]
     grid = [flat[r : r + cols] for r in range(0, count, cols)]
     st.session_state[key] = format_matrix(grid, vector=vector)
-
-
-def scalar_input(
-    key: str,
-    label: str,
-    *,
-    min_value: float,
-    max_value: float,
-    default: float,
-    step: float,
-    help: str | None = None,
-) -> float:
-    """A slider (kept in the URL) with a number box beside it for exact typing."""
-    exact_key = f"_{key}__exact"
-    left, right = st.columns([4, 1], vertical_alignment="bottom")
-    with left:
-        value = st.slider(label, min_value, max_value, default, step=step, key=key,
-                          bind="query-params", help=help)
-    with right:
-        st.session_state[exact_key] = value  # mirror the slider before the box is drawn
-        st.number_input(t("input.exact"), min_value, max_value, value, step=step,
-                        key=exact_key, on_change=_exact_typed, args=(key, exact_key))
-    return value
-
-
-def _exact_typed(key: str, exact_key: str) -> None:
-    st.session_state[key] = st.session_state[exact_key]
 
 
 def guard_state(key: str, valid: Callable[[object], bool], default: object = None,

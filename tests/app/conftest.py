@@ -48,6 +48,20 @@ def page_text(at: AppTest) -> str:
     return "\n".join(parts)
 
 
+# Bad cell texts every matrix input must refuse: text, NaN, inf, too large, empty.
+# A wrong shape depends on the input, so each test adds its own.
+BAD_CELLS = ("abc", "nan, 1", "inf, 0", "1e300, 0", "")
+
+
+def type_bad(page: str, key: str, text: str) -> AppTest:
+    """Type `text` into the matrix input `key`: exactly one message, no exception."""
+    at = open_page(page)
+    at.text_input(key).input(text).run()
+    assert not at.exception
+    assert len(at.error) == 1
+    return at
+
+
 def assert_clean(at: AppTest) -> None:
     """No exception, no untranslated key, no Python error text."""
     assert not at.exception, [e.value for e in at.exception]

@@ -60,3 +60,20 @@ def test_a_link_asking_for_a_gpu_falls_back_to_the_cpu_with_a_note():
         assert at.sidebar.radio("device").value == "cuda"
     else:
         assert catalogue("en")["kit.no_cuda"] in notes
+
+
+def test_device_name_never_asks_for_a_missing_gpu():
+    """A page that computes on `device_name()` gets CUDA only where it exists."""
+
+    def script():
+        import streamlit as st
+
+        from ui.page import device_name
+
+        st.session_state["device"] = "cuda"
+        st.markdown(device_name())
+
+    import torch
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert at.markdown[0].value == ("cuda" if torch.cuda.is_available() else "cpu")

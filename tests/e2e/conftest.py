@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -163,28 +163,29 @@ def wait_listening(server: Server) -> None:
     _wait(server, listening, "listening port")
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
-    """The app for the whole session, checked healthy before the first test."""
+@contextmanager
+def _serving(wait: Callable[[Server], None]) -> Iterator[Server]:
     running = start_server()
     try:
-        wait_healthy(running)
+        wait(running)
         yield running
     finally:
         running.stop()
         running.log.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """The app for the whole session, checked healthy before the first test."""
+    with _serving(wait_healthy) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def fresh_server() -> Iterator[Server]:
     """A server that has answered no HTTP request yet: the test sends the first one."""
-    running = start_server()
-    try:
-        wait_listening(running)
+    with _serving(wait_listening) as running:
         yield running
-    finally:
-        running.stop()
-        running.log.unlink(missing_ok=True)
 
 
 # --- The browser, and a fresh context per tab -------------------------------------------

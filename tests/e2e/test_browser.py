@@ -71,6 +71,14 @@ def wait_ready(tab: Tab, text: str | None = None) -> None:
     page.wait_for_selector(IDLE, state="attached")
 
 
+def open_ready(server: Server, new_tab, stage: Stage, lang: str) -> Tab:
+    """A new tab on `stage` in `lang`, waited until the page has fully drawn."""
+    tab = new_tab()
+    tab.page.goto(page_url(server, stage, lang))
+    wait_ready(tab, title(stage, lang))
+    return tab
+
+
 def wait_for_text(tab: Tab, text: str) -> None:
     tab.page.get_by_text(text).first.wait_for(state="visible")
 
@@ -102,10 +110,7 @@ def full_page_screenshot(tab: Tab, path) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("stage", PAGES, ids=[url_name(p) or "home" for p in PAGES])
 def test_page_opens_clean(server: Server, new_tab, stage: Stage, lang: str) -> None:
-    tab = new_tab()
-    expected = title(stage, lang)
-    tab.page.goto(page_url(server, stage, lang))
-    wait_ready(tab, expected)
+    tab = open_ready(server, new_tab, stage, lang)
 
     shot = SCREENSHOTS / f"{url_name(stage) or 'home'}_{lang}.png"
     shot.parent.mkdir(exist_ok=True)
@@ -130,9 +135,7 @@ def _softmax() -> Stage:
 
 def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab) -> None:
     stage = _softmax()
-    tab = new_tab()
-    tab.page.goto(page_url(fresh_server, stage, "en"))
-    wait_ready(tab, title(stage, "en"))
+    tab = open_ready(fresh_server, new_tab, stage, "en")
     wait_for_text(tab, "[0.670, 0.330]")
     wait_for_text(tab, "[1.340, 1.321]")
     assert tab.page.locator('[data-testid="stException"]').count() == 0
@@ -146,9 +149,7 @@ def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab
 def test_softmax_worked_numbers_in_each_language(server: Server, new_tab, lang: str) -> None:
     """CURRICULUM.md section 5's defaults, on screen in a real browser."""
     stage = _softmax()
-    tab = new_tab()
-    tab.page.goto(page_url(server, stage, lang))
-    wait_ready(tab, title(stage, lang))
+    tab = open_ready(server, new_tab, stage, lang)
     for number in ("[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]"):
         wait_for_text(tab, number)
     # A bad cell shows the translated message; the numbers stay those of the last value.
@@ -164,9 +165,7 @@ def test_softmax_worked_numbers_in_each_language(server: Server, new_tab, lang: 
 # --- (3): edit a value; the URL carries it; the link reproduces the view ------------
 def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     stage = _softmax()
-    tab = new_tab()
-    tab.page.goto(page_url(server, stage, "en"))
-    wait_ready(tab, title(stage, "en"))
+    tab = open_ready(server, new_tab, stage, "en")
     wait_for_text(tab, "[1.340, 1.321]")
 
     k_b = tab.page.get_by_label("k_B", exact=True)
@@ -194,9 +193,7 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
 # --- (4): the sidebar's language switch ---------------------------------------------
 def test_language_switch(server: Server, new_tab) -> None:
     stage = STAGES[-1] if STAGES else PAGES[0]
-    tab = new_tab()
-    tab.page.goto(page_url(server, stage, "en"))
-    wait_ready(tab, title(stage, "en"))
+    tab = open_ready(server, new_tab, stage, "en")
     sidebar = tab.page.locator('[data-testid="stSidebar"]')
     stages_en = catalogue("en")["kit.stages"]
     expect(sidebar.get_by_text(stages_en, exact=True)).to_be_visible()
