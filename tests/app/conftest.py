@@ -62,6 +62,14 @@ def type_bad(page: str, key: str, text: str) -> AppTest:
     return at
 
 
+def reveal(at: AppTest, exercise: str, choice: int) -> AppTest:
+    """Answer a predict-then-reveal exercise (ui.exercise keys) and press Reveal."""
+    at.radio(f"_{exercise}__choice").set_value(choice).run()
+    at.button(f"_{exercise}__reveal").click().run()
+    assert not at.exception
+    return at
+
+
 def assert_clean(at: AppTest) -> None:
     """No exception, no untranslated key, no Python error text."""
     assert not at.exception, [e.value for e in at.exception]

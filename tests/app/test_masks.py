@@ -16,6 +16,7 @@ from tests.app.conftest import (
     explanations,
     open_page,
     page_text,
+    reveal,
     tables,
     type_bad,
 )
@@ -156,8 +157,7 @@ def test_bad_toggle_value_in_a_link_shows_an_error(key: str, bad: object) -> Non
 
 def test_exercise_reveals_the_answer(lang: str) -> None:
     at = open_page(PAGE, lang)
-    at.radio("_masks__choice").set_value(0).run()
-    at.button("_masks__reveal").click().run()
+    reveal(at, "masks", 0)
     assert_clean(at)
     explanation = catalogue(lang)["masks.ex_explain"]
     assert any(explanation in s.value for s in at.success)

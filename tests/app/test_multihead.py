@@ -8,7 +8,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import assert_clean, click, explanations, open_page, page_text, tables
+from tests.app.conftest import (
+    assert_clean,
+    click,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+)
 from ui.i18n import catalogue
 
 PAGE = "pages/06_multi_head.py"
@@ -207,8 +215,7 @@ def test_bad_values_in_a_link_show_an_error_and_keep_working(key: str, bad: obje
 
 def test_exercise_reveals_the_answer(lang: str) -> None:
     at = open_page(PAGE, lang)
-    at.radio("_multihead__choice").set_value(0).run()
-    at.button("_multihead__reveal").click().run()
+    reveal(at, "multihead", 0)
     assert_clean(at)
     explanation = catalogue(lang)["multihead.ex_explain"]
     assert any(explanation in s.value for s in at.success)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text, tables
+from tests.app.conftest import assert_clean, open_page, page_text, reveal, tables
 from tinyformer.embedding import anisotropic_cloud, mean_pairwise_cosine, whiten
 from ui.fmt import num
 
@@ -213,7 +213,6 @@ def test_whitening_follows_points_and_seed() -> None:
 
 def test_exercise_reveals_the_bigram_answer() -> None:
     at = open_page(PAGE, "en")
-    at.radio("_ngram__choice").set_value(0).run()
-    at.button("_ngram__reveal").click().run()
+    reveal(at, "ngram", 0)
     assert_clean(at)
     assert any("6/10 = 0.600" in s.value for s in at.success)

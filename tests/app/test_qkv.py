@@ -3,7 +3,15 @@
 import pytest
 import torch
 
-from tests.app.conftest import BAD_CELLS, assert_clean, open_page, page_text, tables, type_bad
+from tests.app.conftest import (
+    BAD_CELLS,
+    assert_clean,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+    type_bad,
+)
 from tinyformer.projection import identity_qkv, project_qkv, random_setup
 from ui.figures import matrix_frame
 
@@ -127,7 +135,6 @@ def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
 
 def test_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
-    at.radio("_qkv__choice").set_value(1).run()
-    at.button("_qkv__reveal").click().run()
+    reveal(at, "qkv", 1)
     assert len(at.success) == 1
     assert "-3.000" in at.success[0].value

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.app.conftest import BAD_CELLS, assert_clean, open_page, page_text, type_bad
+from tests.app.conftest import BAD_CELLS, assert_clean, open_page, page_text, reveal, type_bad
 from tinyformer.scaling import scaling_experiment
 from ui.fmt import num
 
@@ -100,6 +100,5 @@ def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
 
 def test_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
-    at.radio("_scaling__choice").set_value(2).run()
-    at.button("_scaling__reveal").click().run()
+    reveal(at, "scaling", 2)
     assert len(at.success) == 1

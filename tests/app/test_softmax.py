@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.app.conftest import BAD_CELLS, assert_clean, open_page, page_text, type_bad
+from tests.app.conftest import BAD_CELLS, assert_clean, open_page, page_text, reveal, type_bad
 
 PAGE = "pages/05_softmax.py"
 DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]",
@@ -72,7 +72,6 @@ def test_bad_input_message_is_translated():
 
 def test_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
-    at.radio("_softmax__choice").set_value(1).run()
-    at.button("_softmax__reveal").click().run()
+    reveal(at, "softmax", 1)
     assert len(at.success) == 1
     assert "[0.660, 2.679]" in at.success[0].value

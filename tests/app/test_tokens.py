@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from tests.app.conftest import assert_clean, open_page, page_text, tables
+from tests.app.conftest import assert_clean, open_page, page_text, reveal, tables
 from tinyformer.positional import sinusoidal
 from tinyformer.tokenizer import position_table, random_table
 from ui.fmt import num
@@ -170,8 +170,7 @@ def test_impossible_settings_from_a_link_fall_back_to_defaults(state):
 
 def test_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
-    at.radio("_tokens__choice").set_value(2).run()
-    at.button("_tokens__reveal").click().run()
+    reveal(at, "tokens", 2)
     assert len(at.success) == 2  # the 「运费」 result and the exercise
     assert "ID 10" in at.success[1].value
 
