@@ -15,6 +15,7 @@ from tinyformer.kv_cache import (
     kv_group_of_heads,
 )
 from tinyformer.masks import causal_mask
+from tinyformer.projection import random_mha_setup
 from ui.exercise import predict_then_reveal
 from ui.figures import diverging, heatmap, matrix_frame
 from ui.fmt import latex_vec, num, shape
@@ -36,11 +37,7 @@ GQA_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 @st.cache_resource(max_entries=64)
 def random_example(seed: int) -> tuple[torch.Tensor, ...]:
     """X [1, N, 8] and W_q, W_k, W_v, W_o [8, 8]: seeded random teaching data."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, len(TOKENS), WIDTH, generator=gen, dtype=torch.float64)
-    weights = [torch.randn(WIDTH, WIDTH, generator=gen, dtype=torch.float64) / WIDTH**0.5
-               for _ in range(4)]
-    return (x, *weights)
+    return random_mha_setup(len(TOKENS), WIDTH, torch.Generator().manual_seed(seed))
 
 
 def number(col, label: str, key: str, lo: int, hi: int, default: int) -> int:

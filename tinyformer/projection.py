@@ -162,3 +162,26 @@ def most_asymmetric_pair(scores: torch.Tensor) -> tuple[int, int]:
         return 0, 1
     flat = int(gap.argmax())
     return flat // n, flat % n
+
+
+def random_mha_setup(
+    n: int, width: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Untrained random X [1, n, width] ~ N(0, 1) and W_q, W_k, W_v, W_o [width, width]
+    ~ N(0, 1/width), in that order from `generator`: the multi-head stage's example.
+    Teaching data only."""
+    for name, value in (("n", n), ("width", width)):
+        if not 1 <= value <= MAX_RANDOM_SIZE:
+            raise ParameterError(
+                "projection_size",
+                f"{name} must be between 1 and {MAX_RANDOM_SIZE}, got {value}",
+                name=name,
+                value=value,
+                limit=MAX_RANDOM_SIZE,
+            )
+    x = torch.randn(1, n, width, generator=generator, dtype=torch.float64)  # [1, n, width]
+    w_q, w_k, w_v, w_o = (
+        torch.randn(width, width, generator=generator, dtype=torch.float64) / width**0.5
+        for _ in range(4)
+    )
+    return x, w_q, w_k, w_v, w_o

@@ -154,3 +154,16 @@ def test_random_weights_keep_projections_near_unit_size() -> None:
     setup = random_setup(64, 64, 64, torch.Generator().manual_seed(0))
     q = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v).q
     assert 0.7 < float(q.std()) < 1.3  # N(0, 1/d) weights: entries of q have variance ~1
+
+
+def test_random_mha_setup_is_seeded_and_scaled():
+    from tinyformer.projection import random_mha_setup
+
+    first = random_mha_setup(6, 8, torch.Generator().manual_seed(7))
+    again = random_mha_setup(6, 8, torch.Generator().manual_seed(7))
+    assert [t.shape for t in first] == [(1, 6, 8)] + [(8, 8)] * 4
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    big = random_mha_setup(6, 64, torch.Generator().manual_seed(0))[1]
+    assert abs(float(big.var()) - 1 / 64) < 0.005  # N(0, 1/width) keeps q·k near unit size
+    with pytest.raises(ParameterError):
+        random_mha_setup(0, 8, torch.Generator())
