@@ -64,3 +64,22 @@ def additive(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
         )
     zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
     return zeros.masked_fill(~allowed, float("-inf"))
+
+
+def attention_mask(
+    n: int,
+    causal: bool = True,
+    valid: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The mask a page switches on and off: causal and/or padding, or nothing blocked.
+
+    Returns bool [n, n] (or [B, n, n] with ``valid`` [B, n]); with neither mask every
+    entry is True, so the caller always has a mask to show and to pass on.
+    """
+    parts = [causal_mask(n, device=device)] if causal else []
+    if valid is not None:
+        parts.append(padding_mask(valid.to(device) if device is not None else valid))
+    if not parts:
+        return torch.ones(n, n, dtype=torch.bool, device=device)  # [n, n]: all allowed
+    return combine(*parts)

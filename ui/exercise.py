@@ -1,22 +1,55 @@
-"""'Predict, then reveal': the learner commits to an answer before seeing it."""
+"""Exercises: the learner commits to an answer before seeing it.
+
+A page places each exercise BEFORE the content that answers it (predict first); the
+answer and its worked steps appear only after the learner has answered.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import streamlit as st
 
+from ui import state
+from ui.fmt import num
 from ui.i18n import t
 
 
-def predict_then_reveal(key: str, question: str, options: Sequence[str], correct: int,
-                        explanation: str) -> None:
+def choice_exercise(name: str, question: str, options: Sequence[str], correct: int,
+                    explanation: str) -> None:
+    """Multiple choice: pick one, press Reveal, read why."""
+    key = state.kit_key(f"ex.{name}")
     with st.container(border=True):
         st.markdown(f"**{t('kit.exercise')}** · {question}")
         choice = st.radio(t("kit.your_prediction"), range(len(options)), index=None,
-                          format_func=lambda i: options[i], key=f"_{key}__choice")
-        if st.button(t("kit.reveal"), key=f"_{key}__reveal", disabled=choice is None):
+                          format_func=lambda i: options[i], key=f"{key}.choice")
+        if st.button(t("kit.reveal"), key=f"{key}.reveal", disabled=choice is None):
             if choice == correct:
                 st.success(t("kit.right") + " " + explanation)
             else:
                 st.warning(t("kit.not_quite", answer=options[correct]) + " " + explanation)
+
+
+def number_exercise(name: str, question: str, answer: float, steps: str, *,
+                    tolerance: float = 0.005, decimals: int = 3) -> None:
+    """Type a number (the tolerance is shown), press Check, then see the worked steps."""
+    key = state.kit_key(f"ex.{name}")
+    with st.container(border=True):
+        st.markdown(f"**{t('kit.exercise_number')}** · {question}")
+        left, right = st.columns([2, 1], vertical_alignment="bottom")
+        typed = left.number_input(
+            t("kit.your_answer", tol=num(tolerance, decimals)), value=None,
+            step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
+        pressed = right.button(t("kit.check"), key=f"{key}.check", disabled=typed is None)
+        if not pressed or typed is None:
+            return
+        if not math.isfinite(typed):
+            st.error(t("input.not_finite", token=str(typed)))
+            return
+        if abs(typed - answer) <= tolerance + 1e-12:
+            st.success(t("kit.right_number", answer=num(answer, decimals)))
+        else:
+            st.warning(t("kit.not_quite_number", typed=num(typed, decimals),
+                         answer=num(answer, decimals)))
+        st.markdown(steps)

@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import state
 from ui.fmt import num
 from ui.i18n import t
 
@@ -40,6 +41,7 @@ def heatmap_figure(
     x_title: str = "",
     y_title: str = "",
     height: int | None = None,
+    selected: tuple[int, int] | None = None,
 ) -> go.Figure:
     rows = _rows(matrix)
     n_rows, n_cols = len(rows), len(rows[0])
@@ -78,6 +80,7 @@ def heatmap_figure(
         "margin": {"l": 10, "r": 10, "t": 30, "b": 6},
         "plot_bgcolor": _BLOCKED_COLOUR, "dragmode": False, "clickmode": "event+select",
         "font": {"size": 14},
+        "shapes": [] if selected is None else [_outline(*selected)],
     }
     # One constructor call: Plotly validates once. The update_* methods re-walk the
     # property tree on every call and cost ~10x more (measured: ~60 ms against ~7 ms).
@@ -94,29 +97,71 @@ def heatmap(
     table: bool | None = None,
     **style,
 ) -> tuple[int, int] | None:
-    """Draw a heatmap; when a cell is clicked, return (row, col) and show `explain`.
+    """Draw a heatmap; the clicked cell is outlined, explained by `explain`, and
+    returned as (row, col).
 
+    The clicked cell lives in the URL ("softmax.weights_map=1,0"), so a shared link
+    opens with the same explanation, and it stays while that cell exists: an edit
+    redraws the figure (Streamlit then forgets the chart's selection) but keeps it.
     Up to MAX_CELL_TEXT cells the exact numbers are written in the cells; a larger
-    matrix gets a table twin below, in an expander (table=True forces one). Tables
-    cost ~3 ms each (pandas to Arrow), so they are not drawn twice over.
+    matrix gets a table twin below, in an expander (table=True forces one).
     """
-    fig = heatmap_figure(matrix, x_labels, y_labels, **style)
-    event = st.plotly_chart(
-        fig, key=key, on_select="rerun", selection_mode="points",
+    n_rows, n_cols = len(y_labels), len(x_labels)
+    url_key, chart_key = state.qualify(key), state.private(key, "chart")
+    cell = _current_cell(url_key, chart_key, n_rows, n_cols)
+    fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
+    st.plotly_chart(
+        fig, key=chart_key, on_select="rerun", selection_mode="points",
         config={"displayModeBar": False, "scrollZoom": False}, width="stretch",
     )
-    cell = _clicked_cell(event, len(y_labels), len(x_labels))
     if explain is not None:
         if cell is None:
             st.caption(t("kit.click_cell"))
         else:
             st.markdown(explain(*cell))
     if table is None:
-        table = len(x_labels) * len(y_labels) > MAX_CELL_TEXT
+        table = n_cols * n_rows > MAX_CELL_TEXT
     if table:
         with st.expander(t("kit.as_table")):
             st.table(matrix_frame(matrix, x_labels, y_labels, style.get("decimals", 3)))
     return cell
+
+
+def _current_cell(url_key: str, chart_key: str, n_rows: int, n_cols: int
+                  ) -> tuple[int, int] | None:
+    """A new click wins; otherwise the cell clicked before (or named by the link)."""
+    clicked = _clicked_cell(st.session_state.get(chart_key), n_rows, n_cols)
+    if clicked is None:
+        known = state.initial(url_key, None, _CELL_CODEC, None)
+        clicked = known if known is not None and _inside(known, n_rows, n_cols) else None
+    st.session_state[url_key] = clicked
+    state.write_url(url_key, clicked, None, _CELL_CODEC)
+    return clicked
+
+
+def _inside(cell: tuple[int, int], n_rows: int, n_cols: int) -> bool:
+    return 0 <= cell[0] < n_rows and 0 <= cell[1] < n_cols
+
+
+def _decode_cell(raw: str) -> tuple[int, int]:
+    row, col = (int(part) for part in raw.split(","))
+    return row, col
+
+
+# A link naming a cell that does not exist is ignored without a note: the cell may
+# simply have gone with a smaller matrix.
+_CELL_CODEC = state.Codec(
+    encode=lambda cell: f"{cell[0]},{cell[1]}",
+    decode=_decode_cell,
+    valid=lambda cell: cell is None or (isinstance(cell, tuple) and len(cell) == 2
+                                        and all(isinstance(v, int) for v in cell)),
+)
+
+
+def _outline(row: int, col: int) -> dict:
+    """A dark frame round the clicked cell, so the explanation below points somewhere."""
+    return {"type": "rect", "x0": col - 0.5, "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
+            "line": {"color": "#212529", "width": 3}, "fillcolor": "rgba(0,0,0,0)"}
 
 
 def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:

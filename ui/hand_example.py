@@ -1,6 +1,7 @@
 """The hand example of CURRICULUM.md sections 3 and 5: q = [1, 0]; k_A = [1, 0],
-k_B = [0, 1]; v_A = [2, 0], v_B = [0, 4]. Stages 3 and 5 draw the same inputs with the
-same URL keys, so an edit made on one stage is still there on the other."""
+k_B = [0, 1]; v_A = [2, 0], v_B = [0, 4]. Stages 3 and 5 share these inputs on purpose
+(URL keys hand.q, hand.kA, ...), so an edit made on one stage is still there on the
+other."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import torch
 
 from ui.inputs import matrix_input
 
+DEFAULTS = {"q": [1, 0], "kA": [1, 0], "kB": [0, 1], "vA": [2, 0], "vB": [0, 4]}
+SYMBOLS = {"q": "q", "kA": "k_A", "kB": "k_B", "vA": "v_A", "vB": "v_B"}
+
 
 class HandExample(NamedTuple):
     q: torch.Tensor  # [2]
@@ -20,19 +24,31 @@ class HandExample(NamedTuple):
     v_b: torch.Tensor | None
 
 
+def _vector(name: str) -> torch.Tensor:
+    symbol = SYMBOLS[name]
+    labels = [f"{symbol}[{i + 1}]" for i in range(2)]  # q[1], q[2]: what each slider moves
+    return matrix_input(f"hand.{name}", symbol, DEFAULTS[name], sliders=True,
+                        slider_labels=labels)
+
+
 def hand_example_inputs(with_values: bool) -> HandExample:
-    """q, the two keys and (optionally) the two values, each with sliders."""
+    """q, the two keys and (optionally) the two values, each with named sliders."""
     cols = st.columns(3)
     with cols[0]:
-        q = matrix_input("q", "q", [1, 0], sliders=True)
+        q = _vector("q")
     # With values: keys share the middle column, values take the last one.
     with cols[1]:
-        k_a = matrix_input("kA", "k_A", [1, 0], sliders=True)
+        k_a = _vector("kA")
     with cols[1] if with_values else cols[2]:
-        k_b = matrix_input("kB", "k_B", [0, 1], sliders=True)
+        k_b = _vector("kB")
     if not with_values:
         return HandExample(q, k_a, k_b, None, None)
     with cols[2]:
-        v_a = matrix_input("vA", "v_A", [2, 0], sliders=True)
-        v_b = matrix_input("vB", "v_B", [0, 4], sliders=True)
+        v_a, v_b = _vector("vA"), _vector("vB")
     return HandExample(q, k_a, k_b, v_a, v_b)
+
+
+def set_hand_example(**texts: str) -> None:
+    """A preset button's callback: hand.kB = "2, 0" and so on."""
+    for name, text in texts.items():
+        st.session_state[f"hand.{name}"] = text

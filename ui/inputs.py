@@ -1,34 +1,168 @@
-"""Inputs that validate, explain bad values, and reproduce from a shared link.
+"""Inputs that validate, explain bad values and reproduce from a shared link.
 
-matrix_input: a typed matrix or vector (the URL keeps the text, the exact value),
-with optional sliders for each component. Bad input never reaches the maths: the
-page keeps the last valid value and shows a translated message. guard_state does
-the same for a plain widget's value arriving by link.
+Every helper takes a short name (namespaced by ui.state: 'kB' on the softmax stage is
+the URL parameter 'softmax.kB'), draws its widget, keeps the URL in step and returns a
+value the maths can use. A bad value, typed or arriving by link, never reaches the
+maths: the widget shows one translated message and the page goes on with the last
+valid value or the default.
+
+- number: a whole or decimal number, as a box, a slider, or a slider with an exact
+  box beside it (the classroom's gesture, with the precise worked numbers typable);
+- choice: one of a few stable, language-neutral values, shown translated;
+- toggle, text;
+- matrix_input: a typed matrix or vector ("1, 0; 0, 1"), with optional named sliders.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import streamlit as st
 import torch
 
+from ui import state
 from ui.i18n import t
 from ui.parse import ParseError, format_matrix, parse_matrix
+from ui.state import Codec
 
 MAX_SLIDERS = 8  # more sliders than this stop being a gesture and become a form
 
 
-def _valid_key(key: str) -> str:
-    return f"_{key}__valid"
+# --- Codecs: how each kind of value is written in the URL ------------------------------
+def _number_codec(lo: float, hi: float, whole: bool) -> Codec:
+    def valid(v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return False
+        if whole and not isinstance(v, int):
+            return False
+        return math.isfinite(v) and lo <= v <= hi
+
+    return Codec(encode=_number_text, decode=int if whole else float, valid=valid)
 
 
-def _slider_key(key: str, index: int) -> str:
-    return f"_{key}__s{index}"
+def _number_text(value: float) -> str:
+    """Exact and short: 5, 0.5, 0.7071067811865476 (a link must reproduce the digits)."""
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
 
 
+def _choice_codec(options: Sequence[Any]) -> Codec:
+    by_text = {str(o): o for o in options}
+
+    def decode(raw: str) -> Any:
+        if raw not in by_text:
+            raise ValueError(raw)
+        return by_text[raw]
+
+    return Codec(encode=str, decode=decode,
+                 valid=lambda v: not isinstance(v, bool) and v in options
+                 and type(v) is type(by_text.get(str(v))))
+
+
+_BOOL = {"true": True, "false": False}
+_BOOL_CODEC = Codec(encode=lambda v: "true" if v else "false",
+                    decode=lambda raw: _BOOL.get(raw.lower()),
+                    valid=lambda v: isinstance(v, bool))
+
+
+def _text_codec(max_chars: int) -> Codec:
+    return Codec(encode=str, decode=str, valid=lambda v: isinstance(v, str) and len(v) <= max_chars)
+
+
+# --- Plain inputs -----------------------------------------------------------------------
+def number(name: str, label: str, lo: float, hi: float, default: float, *,
+           step: float | None = None, gesture: str = "box", fmt: str | None = None,
+           help: str | None = None) -> Any:
+    """A number in [lo, hi]: whole when lo, hi and default are ints.
+
+    gesture: "box" (typed), "slider", or "both" (a slider with an exact box beside it;
+    both share one range, so neither can silently change what the other shows).
+    """
+    whole = all(isinstance(v, int) for v in (lo, hi, default)) and \
+        (step is None or isinstance(step, int))
+    step = step if step is not None else (1 if whole else 0.1)
+    key = state.qualify(name)
+    codec = _number_codec(lo, hi, whole)
+    value = state.initial(key, default, codec, label)
+    common = {"min_value": lo, "max_value": hi, "step": step, "help": help}
+    if fmt:
+        common["format"] = fmt
+    if gesture == "both":
+        value = _slider_and_box(key, label, value, common)
+    else:
+        widget = st.slider if gesture == "slider" else st.number_input
+        value = widget(label, key=key, **common)
+    state.write_url(key, value, default, codec)
+    return value
+
+
+def _slider_and_box(key: str, label: str, value: Any, common: dict) -> Any:
+    """A slider and an exact box, both views of session_state[key]."""
+    slider_key, box_key = f"_{key}{state.PRIVATE}s", f"_{key}{state.PRIVATE}n"
+    st.session_state[slider_key] = st.session_state[box_key] = value
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    with left:
+        st.slider(label, key=slider_key, on_change=_copy, args=(slider_key, key), **common)
+    with right:
+        st.number_input(label, key=box_key, on_change=_copy, args=(box_key, key),
+                        label_visibility="collapsed", **common)
+    return st.session_state[key]
+
+
+def _copy(source: str, target: str) -> None:
+    st.session_state[target] = st.session_state[source]
+
+
+def choice(name: str, label: str, options: Sequence[Any], default: Any, *,
+           format_func: Callable[[Any], str] = str, widget: str = "radio",
+           help: str | None = None) -> Any:
+    """One of `options` (stable values: the URL holds str(value) in every language).
+
+    widget: "radio" (horizontal), "segmented", "select" or "slider" (select_slider).
+    """
+    key = state.qualify(name)
+    codec = _choice_codec(options)
+    state.initial(key, default, codec, label)
+    options = list(options)
+    if widget == "radio":
+        value = st.radio(label, options, key=key, format_func=format_func, horizontal=True,
+                         help=help)
+    elif widget == "segmented":
+        value = st.segmented_control(label, options, key=key, format_func=format_func,
+                                     required=True, help=help)
+    elif widget == "select":
+        value = st.selectbox(label, options, key=key, format_func=format_func, help=help)
+    else:
+        value = st.select_slider(label, options, key=key, format_func=format_func, help=help)
+    state.write_url(key, value, default, codec)
+    return value
+
+
+def toggle(name: str, label: str, default: bool, *, help: str | None = None) -> bool:
+    key = state.qualify(name)
+    state.initial(key, default, _BOOL_CODEC, label)
+    value = st.toggle(label, key=key, help=help)
+    state.write_url(key, value, default, _BOOL_CODEC)
+    return value
+
+
+def text(name: str, label: str, default: str, max_chars: int, *,
+         help: str | None = None) -> str:
+    """Free text, at most max_chars (the box's counter shows the same limit)."""
+    key = state.qualify(name)
+    codec = _text_codec(max_chars)
+    state.initial(key, default, codec, label)
+    value = st.text_input(label, key=key, max_chars=max_chars, help=help) or ""
+    state.write_url(key, value, default, codec)
+    return value.strip()[:max_chars]
+
+
+# --- Matrices and vectors ----------------------------------------------------------------
 def matrix_input(
-    key: str,
+    name: str,
     label: str,
     default: Sequence[float] | Sequence[Sequence[float]],
     *,
@@ -42,82 +176,76 @@ def matrix_input(
     """A matrix typed as '1, 0; 0, 1' (a vector as '1, 0'); returns float64.
 
     rows=None means a vector of len(default); an int fixes the row count; (lo, hi)
-    allows a variable number of rows. `key` is also the URL parameter. slider_labels
-    names each component's slider (row by row), e.g. ["苹果 · edible", ...].
+    allows a variable number of rows. With sliders, slider_labels names each component
+    (row by row), e.g. ["q₁", "q₂"] or ["苹果 · edible", ...]: a learner and a screen
+    reader need to know what each slider moves.
     """
     vector = rows is None
     grid = [list(map(float, default))] if vector else [list(map(float, r)) for r in default]
     cols = len(grid[0])
+    key = state.qualify(name)
     default_text = format_matrix(grid, vector=vector)
-    text = st.text_input(
-        label, value=default_text, key=key, bind="query-params",
-        help=help or t("input.format_help"), max_chars=2000,
-    )
+    max_chars = 2000
+    state.initial(key, default_text, _text_codec(max_chars), label)
+    if not vector:
+        _format_note_once()
+    text_value = st.text_input(label, key=key, help=help or t("input.format_help"),
+                               max_chars=max_chars)
+    state.write_url(key, text_value, default_text, _text_codec(max_chars))
+    valid_key = f"_{key}{state.PRIVATE}valid"
     try:
-        grid = parse_matrix(text or "", rows, cols, bound)
-        st.session_state[_valid_key(key)] = grid
+        grid = parse_matrix(text_value or "", rows, cols, bound)
+        st.session_state[valid_key] = grid
     except ParseError as error:
-        st.error(t(f"input.{error.key}", **error.values) + " " + t("input.kept_last"),
+        kept = st.session_state.get(valid_key)
+        st.error(t(f"input.{error.key}", **error.values) + " "
+                 + t("input.kept_last" if kept else "input.kept_default"),
                  icon=":material/error:")
-        grid = st.session_state.get(_valid_key(key), grid)
+        grid = kept or grid
     if sliders and len(grid) * cols <= MAX_SLIDERS:
         _component_sliders(key, grid, vector, slider_range, slider_labels)
     values = torch.tensor(grid, dtype=torch.float64)
     return values[0] if vector else values
 
 
+def _format_note_once() -> None:
+    """The matrix format, written once per run above the first matrix box."""
+    if state.once_per_run("matrix_format_note"):
+        st.caption(t("input.format_note"))
+
+
 def _component_sliders(key: str, grid: list[list[float]], vector: bool,
-                       slider_range: tuple[float, float],
-                       labels: Sequence[str] | None) -> None:
-    lo, hi = slider_range
-    cols = len(grid[0])
+                       slider_range: tuple[float, float], labels: Sequence[str] | None) -> None:
     flat = [v for row in grid for v in row]
-    columns = st.columns(cols)
+    # One range for the slider and the box: it grows to include a typed value, so a
+    # slider never shows (or later writes back) a clamped number the learner did not type.
+    lo = min(slider_range[0], math.floor(min(flat)))
+    hi = max(slider_range[1], math.ceil(max(flat)))
+    cols = len(grid[0])
+    columns = st.columns(min(cols, 4))
     for index, value in enumerate(flat):
-        slider_key = _slider_key(key, index)
-        # Mirror the text (the source of truth) into the slider before it is drawn.
-        st.session_state[slider_key] = min(max(value, lo), hi)
+        slider_key = f"_{key}{state.PRIVATE}{index}"
+        st.session_state[slider_key] = value
         label = labels[index] if labels else _component_label(index, cols, vector)
-        with columns[index % cols]:
-            st.slider(
-                label, lo, hi, step=0.1, key=slider_key,
-                on_change=_slider_moved, args=(key, len(flat), cols, vector),
-                format="%.2f",
-            )
+        with columns[index % len(columns)]:
+            st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
+                      on_change=_slider_moved, args=(key, index, cols, vector),
+                      format="%.2f")
 
 
 def _component_label(index: int, cols: int, vector: bool) -> str:
-    return f"[{index}]" if vector else f"[{index // cols}, {index % cols}]"
+    """Fallback names: component 1, 2 ... or (row, column), counted from 1."""
+    if vector:
+        return t("input.component", i=index + 1)
+    return t("input.cell", r=index // cols + 1, c=index % cols + 1)
 
 
-def _slider_moved(key: str, count: int, cols: int, vector: bool) -> None:
-    flat = [float(st.session_state[_slider_key(key, i)]) for i in range(count)]
-    grid = [flat[r : r + cols] for r in range(0, count, cols)]
-    st.session_state[key] = format_matrix(grid, vector=vector)
-
-
-def guard_state(key: str, valid: Callable[[object], bool], default: object = None,
-                label: str | None = None) -> None:
-    """A shared link (or a stale session) holding a value this widget cannot take: say
-    so and fall back to the default, before the widget is drawn. In a browser
-    Streamlit drops such URL values itself; this also covers values set in session
-    state, which would otherwise raise inside the widget."""
-    if key in st.session_state and not valid(st.session_state[key]):
-        st.error(t("input.bad_link", name=label or key), icon=":material/error:")
-        if default is None:
-            del st.session_state[key]
-        else:
-            st.session_state[key] = default
-
-
-def whole(lo: int, hi: int) -> Callable[[object], bool]:
-    """Validator: an int in [lo, hi] (a float would make an int widget raise)."""
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-def one_of(options: Sequence[object]) -> Callable[[object], bool]:
-    return lambda v: v in options and not isinstance(v, bool)
-
-
-def is_bool(value: object) -> bool:
-    return isinstance(value, bool)
+def _slider_moved(key: str, index: int, cols: int, vector: bool) -> None:
+    """Only the moved component changes; every other keeps exactly what was typed."""
+    grid = st.session_state.get(f"_{key}{state.PRIVATE}valid")
+    if grid is None:
+        return
+    flat = [v for row in grid for v in row]
+    flat[index] = round(float(st.session_state[f"_{key}{state.PRIVATE}{index}"]), 4)
+    st.session_state[key] = format_matrix([flat[r:r + cols] for r in range(0, len(flat), cols)],
+                                          vector=vector)

@@ -1,13 +1,24 @@
-"""The one call every page starts with: config, language, sidebar, navigation."""
+"""The one call every page starts with: config, language, sidebar, navigation, and
+a guard so that nothing escapes a page as Streamlit's own (English) crash screen.
+
+    with stage_page("softmax"):
+        ...the page...
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
 
-from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, resolve_lang, t
-from ui.stages import Stage, all_pages, by_id, neighbours
+from ui import state
+from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, current_lang, resolve_lang, t
+from ui.stages import HOME, Stage, all_pages, by_id, neighbours
+
+_LOG = logging.getLogger("tinyformer.pages")
 
 _LANG_WIDGET = "_lang_switch"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
@@ -21,9 +32,31 @@ _CSS = """<style>
 </style>"""
 
 
-def setup_page(stage_id: str) -> Stage:
-    """Set up a page: config, language, sidebar with our navigation, and the header."""
+@contextmanager
+def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
+    """Set up the page, draw its header, run its body, end with previous / next.
+
+    An exception that escapes the body (a bug: bad input has its own messages) is
+    logged and shown as a translated message with a way back, never as Streamlit's
+    crash screen. Streamlit's own control flow (st.rerun, st.stop) is a BaseException
+    and passes through untouched.
+    """
+    stage = setup_page(stage_id, uses_device=uses_device)
+    header(stage)
+    try:
+        yield stage
+    except Exception:
+        _LOG.exception("stage %r failed", stage_id)
+        st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
+        st.page_link(HOME.path, label=t("kit.back_home"), icon=":material/home:",
+                     query_params={LANG_PARAM: current_lang()})
+    footer_nav(stage)
+
+
+def setup_page(stage_id: str, *, uses_device: bool = False) -> Stage:
+    """Set up a page: config, language, sidebar with our navigation."""
     stage = by_id(stage_id)
+    state.enter(stage_id)
     lang = resolve_lang()
     st.set_page_config(
         page_title=f"tinyformer · {t(f'{stage_id}.title')}",
@@ -31,7 +64,7 @@ def setup_page(stage_id: str) -> Stage:
         layout="wide",
         initial_sidebar_state="expanded",
     )
-    _sidebar(stage, lang)
+    _sidebar(stage, lang, uses_device)
     return stage
 
 
@@ -39,7 +72,7 @@ def _switch_language() -> None:
     st.query_params[LANG_PARAM] = st.session_state[_LANG_WIDGET]
 
 
-def _sidebar(current: Stage, lang: str) -> None:
+def _sidebar(current: Stage, lang: str, uses_device: bool) -> None:
     st.html(_CSS)
     with st.sidebar:
         st.session_state[_LANG_WIDGET] = lang
@@ -51,7 +84,8 @@ def _sidebar(current: Stage, lang: str) -> None:
             on_change=_switch_language,
             required=True,
         )
-        _device_choice()
+        if uses_device:  # only pages that run a model read it
+            _device_choice()
         st.markdown(f"**{t('kit.stages')}**")
         for page in all_pages():
             st.page_link(
@@ -98,7 +132,7 @@ def footer_nav(stage: Stage) -> None:
     previous, following = neighbours(stage.id)
     st.divider()
     left, right = st.columns(2)
-    query = {LANG_PARAM: st.session_state.get("_lang", "zh")}
+    query = {LANG_PARAM: current_lang()}
     if previous is not None:
         left.page_link(previous.path, label=f"← {stage_label(previous)}", query_params=query)
     if following is not None:

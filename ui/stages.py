@@ -18,14 +18,31 @@ class Stage:
 
 HOME = Stage("home", "app.py", "", ":material/home:")
 
+# A curriculum section that holds two ideas spans two pages, numbered 0.1, 0.2 ...
 _CURRICULUM: tuple[Stage, ...] = (
-    Stage("ngram", "pages/00_before_transformers.py", "0", ":material/history_edu:"),
+    Stage("ngram", "pages/00_ngrams.py", "0.1", ":material/history_edu:"),
+    Stage("embeddings", "pages/00_embeddings.py", "0.2", ":material/scatter_plot:"),
     Stage("tokens", "pages/01_tokens.py", "1", ":material/tag:"),
     Stage("qkv", "pages/02_qkv.py", "2", ":material/call_split:"),
     Stage("scaling", "pages/03_scaling.py", "3", ":material/straighten:"),
     Stage("masks", "pages/04_masks.py", "4", ":material/visibility_off:"),
-    Stage("softmax", "pages/05_softmax.py", "5", ":material/functions:"),
-    Stage("multihead", "pages/06_multi_head.py", "6", ":material/view_column:"),
+    Stage("softmax", "pages/05_softmax.py", "5.1", ":material/functions:"),
+    Stage("context", "pages/05_context.py", "5.2", ":material/compare_arrows:"),
+    Stage("multihead", "pages/06_multi_head.py", "6.1", ":material/view_column:"),
+    Stage("kvcache", "pages/06_kv_cache.py", "6.2", ":material/memory:"),
+    Stage("positions", "pages/07_positions.py", "7.1", ":material/format_list_numbered:"),
+    Stage("rope", "pages/07_rope.py", "7.2", ":material/rotate_right:"),
+    Stage("ffn", "pages/08_ffn.py", "8.1", ":material/hub:"),
+    Stage("moe", "pages/08_swiglu_moe.py", "8.2", ":material/alt_route:"),
+    Stage("residual", "pages/09_residual_norm.py", "9.1", ":material/add_circle:"),
+    Stage("prepost", "pages/09_pre_post_norm.py", "9.2", ":material/stacked_line_chart:"),
+    Stage("logits", "pages/10_logits.py", "10.1", ":material/bar_chart:"),
+    Stage("decoding", "pages/10_decoding.py", "10.2", ":material/casino:"),
+    Stage("forward", "pages/11_forward.py", "11", ":material/account_tree:"),
+    Stage("backbones", "pages/12_backbones.py", "12", ":material/schema:"),
+    Stage("training", "pages/13_training.py", "13.1", ":material/model_training:"),
+    Stage("inside", "pages/13_inside.py", "13.2", ":material/biotech:"),
+    Stage("generate", "pages/13_generate.py", "13.3", ":material/edit_note:"),
 )
 # Only pages that exist are listed: no placeholders in the navigation.
 STAGES: tuple[Stage, ...] = tuple(s for s in _CURRICULUM if (ROOT / s.path).exists())

@@ -1,7 +1,11 @@
 """AppTest helpers. Measured on Streamlit 1.67: start from app.py and switch_page to a
-stage (a stage run alone cannot resolve st.page_link("app.py")); a widget bound to the
-URL is filled by the browser, not by AppTest, so a shared link is simulated by setting
-at.session_state[key] (the URL parameter and the widget key are the same name)."""
+stage (a stage run alone cannot resolve st.page_link("app.py")).
+
+The kit writes and reads the URL itself (ui/state.py), so a shared link is simulated
+exactly: open_page(..., params={"softmax.kB": "2, 0"}) puts them in the query string
+before the first run. Keys follow the kit's rule: "<stage id>.<name>" for inputs (the
+widget key and the URL parameter are the same), "_<stage id>.<name>~chart" for a
+heatmap's chart, "_<stage id>.ex.<name>.*" for exercises."""
 
 from __future__ import annotations
 
@@ -18,11 +22,15 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
-              timeout: float = 60) -> AppTest:
-    """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`,
-    with `state` preset as a shared link would."""
+              timeout: float = 60, params: Mapping[str, str] | None = None) -> AppTest:
+    """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`.
+
+    params: URL parameters, as a shared link carries them; state: session state set
+    before the page's run (clicks, see click())."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params["lang"] = lang
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
     at.run()
     if page is not None:
         at.switch_page(page)
@@ -54,7 +62,8 @@ BAD_CELLS = ("abc", "nan, 1", "inf, 0", "1e300, 0", "")
 
 
 def type_bad(page: str, key: str, text: str) -> AppTest:
-    """Type `text` into the matrix input `key`: exactly one message, no exception."""
+    """Type `text` into the matrix input `key` ("softmax.Q"): exactly one message, no
+    exception."""
     at = open_page(page)
     at.text_input(key).input(text).run()
     assert not at.exception
@@ -62,10 +71,25 @@ def type_bad(page: str, key: str, text: str) -> AppTest:
     return at
 
 
+def _exercise_key(exercise: str) -> str:
+    stage, name = exercise.split(".", 1)
+    return f"_{stage}.ex.{name}"
+
+
 def reveal(at: AppTest, exercise: str, choice: int) -> AppTest:
-    """Answer a predict-then-reveal exercise (ui.exercise keys) and press Reveal."""
-    at.radio(f"_{exercise}__choice").set_value(choice).run()
-    at.button(f"_{exercise}__reveal").click().run()
+    """Answer a multiple-choice exercise ("softmax.kb") and press Reveal."""
+    key = _exercise_key(exercise)
+    at.radio(f"{key}.choice").set_value(choice).run()
+    at.button(f"{key}.reveal").click().run()
+    assert not at.exception
+    return at
+
+
+def answer(at: AppTest, exercise: str, value: float) -> AppTest:
+    """Type a number into a numeric exercise ("softmax.a10") and press Check."""
+    key = _exercise_key(exercise)
+    at.number_input(f"{key}.value").set_value(value).run()
+    at.button(f"{key}.check").click().run()
     assert not at.exception
     return at
 
@@ -119,9 +143,11 @@ def tables(at: AppTest) -> list[pd.DataFrame]:
 
 
 def click(*cells: tuple[str, int, int]) -> dict:
-    """Session state for clicks on heatmap cells (key, row, col), as Streamlit stores a
-    Plotly selection (x = column): pass it as open_page(..., state=click(...))."""
-    return {key: {"selection": {"points": [{"x": col, "y": row}]}} for key, row, col in cells}
+    """Session state for clicks on heatmap cells ("softmax.weights_map", row, col), as
+    Streamlit stores a Plotly selection (x = column): pass it as
+    open_page(..., state=click(...))."""
+    return {f"_{key}~chart": {"selection": {"points": [{"x": col, "y": row}]}}
+            for key, row, col in cells}
 
 
 def explanations(at: AppTest) -> str:

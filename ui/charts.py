@@ -1,0 +1,158 @@
+"""Figures other than heatmaps: bars, lines and 2-D vectors, each built in ONE Plotly
+constructor call (the update_* methods re-validate the whole figure and cost ~10x
+more) and each with its exact numbers on the figure or in a table twin.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui import state
+from ui.figures import matrix_frame
+from ui.fmt import num
+from ui.i18n import t
+
+PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#868e96")
+CUT_COLOUR = "#ced4da"  # a bar removed by top-k / top-p
+_CONFIG = {"displayModeBar": False, "scrollZoom": False}
+
+
+def _layout(height: int, x_title: str, y_title: str, **extra) -> dict:
+    layout = {
+        "height": height, "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}},
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        "font": {"size": 14}, "dragmode": False,
+    }
+    for name, value in extra.items():
+        if isinstance(value, dict) and isinstance(layout.get(name), dict):
+            layout[name] = {**layout[name], **value}
+        else:
+            layout[name] = value
+    return layout
+
+
+def _show(fig: go.Figure, key: str) -> None:
+    st.plotly_chart(fig, key=state.private(key, "chart"), config=_CONFIG, width="stretch")
+
+
+def bars(
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    key: str,
+    kept: Sequence[bool] | None = None,
+    decimals: int = 3,
+    x_title: str = "",
+    y_title: str = "",
+    y_range: tuple[float, float] | None = None,
+    height: int = 320,
+) -> None:
+    """Grouped bars, one group per label, the exact value written on each bar.
+
+    kept: for a distribution cut by top-k / top-p, the bars that survive; the others
+    are drawn grey and a dashed line separates the kept from the cut (in rank order).
+    """
+    traces = []
+    for index, (name, values) in enumerate(series.items()):
+        colour = PALETTE[index % len(PALETTE)]
+        colours = [colour if kept is None or kept[i] else CUT_COLOUR
+                   for i in range(len(values))]
+        traces.append({
+            "type": "bar", "x": list(labels), "y": [float(v) for v in values], "name": name,
+            "marker": {"color": colours}, "text": [num(v, decimals) for v in values],
+            "textposition": "outside", "cliponaxis": False,
+            "hovertemplate": "%{x}: %{text}<extra>" + name + "</extra>",
+        })
+    top = max((float(v) for values in series.values() for v in values), default=1.0)
+    y_axis = {"range": list(y_range) if y_range else [0, max(top, 1e-9) * 1.18]}
+    layout = _layout(height, x_title, y_title, yaxis=y_axis, barmode="group",
+                     showlegend=len(series) > 1, xaxis={"type": "category"})
+    _show(go.Figure(data=traces, layout=layout), key)
+
+
+def lines(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    key: str,
+    x_title: str = "",
+    y_title: str = "",
+    log_x: bool = False,
+    markers: bool = False,
+    marks: Mapping[str, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+    height: int = 320,
+    table: bool = True,
+    decimals: int = 3,
+) -> None:
+    """Curves over a shared x (activation functions, loss, a sweep).
+
+    marks: vertical dotted lines at named x values (the current setting, say). The
+    exact numbers are in a table twin below (table=False when the page prints them).
+    """
+    mode = "lines+markers" if markers else "lines"
+    traces = [{"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in ys],
+               "mode": mode, "name": name,
+               "line": {"color": PALETTE[i % len(PALETTE)], "width": 3},
+               "hovertemplate": "%{x:.3f} → %{y:.3f}<extra>" + name + "</extra>"}
+              for i, (name, ys) in enumerate(series.items())]
+    shapes, notes = [], []
+    for label, at in (marks or {}).items():
+        shapes.append({"type": "line", "x0": at, "x1": at, "yref": "paper", "y0": 0, "y1": 1,
+                       "line": {"dash": "dot", "color": "#495057", "width": 2}})
+        notes.append({"x": at, "yref": "paper", "y": 1, "text": label, "showarrow": False,
+                      "yanchor": "bottom", "font": {"size": 12}})
+    extra = {"shapes": shapes, "annotations": notes,
+             "xaxis": {"type": "log"} if log_x else {},
+             "yaxis": {"range": list(y_range)} if y_range else {},
+             "showlegend": len(series) > 1}
+    _show(go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra)), key)
+    if table:
+        with st.expander(t("kit.as_table")):
+            columns = [num(v, decimals) for v in x]
+            st.table(matrix_frame([list(ys) for ys in series.values()], columns,
+                                  list(series), decimals))
+
+
+def vectors(
+    arrows: Mapping[str, Sequence[float]],
+    *,
+    key: str,
+    colours: Mapping[str, str] | None = None,
+    x_title: str = "",
+    y_title: str = "",
+    reach: float | None = None,
+    height: int = 380,
+    decimals: int = 3,
+) -> None:
+    """2-D vectors as arrows from the origin, each labelled with its exact coordinates;
+    equal axis scales, so angles and lengths on screen are true."""
+    reach = reach or 1.25 * max((math.hypot(*map(float, v)) for v in arrows.values()),
+                                default=1.0) or 1.0
+    notes, points = [], {"x": [], "y": [], "text": []}
+    for index, (name, vec) in enumerate(arrows.items()):
+        x, y = float(vec[0]), float(vec[1])
+        colour = (colours or {}).get(name, PALETTE[index % len(PALETTE)])
+        notes.append({"x": x, "y": y, "ax": 0, "ay": 0, "axref": "x", "ayref": "y",
+                      "xref": "x", "yref": "y", "showarrow": True, "arrowhead": 3,
+                      "arrowwidth": 3, "arrowcolor": colour, "text": ""})
+        notes.append({"x": x, "y": y, "xref": "x", "yref": "y", "showarrow": False,
+                      "text": f"{name} ({num(x, decimals)}, {num(y, decimals)})",
+                      "font": {"color": colour, "size": 14},
+                      "xanchor": "left" if x >= 0 else "right",
+                      "yanchor": "bottom" if y >= 0 else "top"})
+        points["x"].append(x)
+        points["y"].append(y)
+        points["text"].append(name)
+    trace = {"type": "scatter", "mode": "markers", **points, "marker": {"size": 6,
+             "color": "#495057"}, "showlegend": False,
+             "hovertemplate": "%{text}: (%{x:.3f}, %{y:.3f})<extra></extra>"}
+    axis = {"range": [-reach, reach], "zeroline": True, "zerolinecolor": "#adb5bd"}
+    layout = _layout(height, x_title, y_title, annotations=notes, xaxis=axis,
+                     yaxis={**axis, "scaleanchor": "x", "scaleratio": 1}, showlegend=False)
+    _show(go.Figure(data=[trace], layout=layout), key)
