@@ -31,6 +31,14 @@ def short(value: float) -> str:
     return num(value).rstrip("0").rstrip(".")
 
 
+def places(values) -> int:
+    """Decimals a typed input needs to be shown as typed (0 for whole numbers, at most
+    3): X = [1, 0; 0.5, 2] prints 1 and 0.5, not 1.000 and 0.500."""
+    flat = [float(v) for v in (values.flatten().tolist() if hasattr(values, "flatten")
+                               else values)]
+    return next((p for p in range(3) if all(round(v, p) == v for v in flat)), 3)
+
+
 def latex_vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
     return r"\begin{bmatrix}" + " & ".join(num(v, decimals) for v in values) + r"\end{bmatrix}"
 
