@@ -46,6 +46,9 @@ class MultiHeadTrace:
     n_heads: int
     n_kv_heads: int
     kv_group_of_head: list[int]  # query head h reads K/V head kv_group_of_head[h]
+    # With a K/V cache (past_k/past_v): k, v, k_expanded, v_expanded hold P cached rows
+    # followed by the N new ones, and scores..weights are [B, H, N, P + N].
+    past_length: int = 0  # P: how many leading rows of k and v came from the cache
 
 
 def scaled_dot_product_attention(
@@ -158,6 +161,13 @@ def multi_head_attention(
     n_heads: int,
     n_kv_heads: int | None = None,
     mask: torch.Tensor | None = None,
+    *,
+    b_q: torch.Tensor | None = None,
+    b_k: torch.Tensor | None = None,
+    b_v: torch.Tensor | None = None,
+    b_o: torch.Tensor | None = None,
+    past_k: torch.Tensor | None = None,
+    past_v: torch.Tensor | None = None,
 ) -> MultiHeadTrace:
     """Multi-head self-attention on x [B, N, d] with weights applied as x @ W.
 
@@ -166,13 +176,29 @@ def multi_head_attention(
     ``mask`` (bool, True = may attend): [N, N] or [B, N, N] applies to every head
     (a 3-D mask gets a head axis inserted), a 4-D mask [B or 1, H or 1, N, N] is used
     as given. Fully blocked rows give zero weights (see scaled_dot_product_attention).
+
+    Optional biases (None = no bias): b_q [H*hd], b_k and b_v [Hkv*hd], b_o [d_out].
+
+    K/V cache: ``past_k`` and ``past_v`` [B, Hkv, P, hd] are the keys and values of P
+    earlier positions (e.g. a previous call's ``k`` and ``v``). The N rows of x are then
+    the newest positions: their queries read the P cached keys followed by their own N,
+    so the weights are [B, H, N, P + N] and a causal mask must be [N, P + N]
+    (``cached_causal_mask(N, P)``). The trace's k and v hold all P + N rows: pass them
+    back as the next call's cache.
     """
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     head_dim = _check_mha_shapes(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads)
+    _check_biases(x, w_o, n_heads, n_kv_heads, head_dim, b_q, b_k, b_v, b_o)
+    _check_past(x, n_kv_heads, head_dim, past_k, past_v)
     group = n_heads // n_kv_heads
-    q = split_heads(x @ w_q, n_heads)  # [B, H, N, hd]
-    k = split_heads(x @ w_k, n_kv_heads)  # [B, Hkv, N, hd]
-    v = split_heads(x @ w_v, n_kv_heads)  # [B, Hkv, N, hd]
+    q = split_heads(_project(x, w_q, b_q), n_heads)  # [B, H, N, hd]
+    k = split_heads(_project(x, w_k, b_k), n_kv_heads)  # [B, Hkv, N, hd]
+    v = split_heads(_project(x, w_v, b_v), n_kv_heads)  # [B, Hkv, N, hd]
+    past_length = 0
+    if past_k is not None and past_v is not None:
+        past_length = past_k.shape[-2]
+        k = torch.cat([past_k, k], dim=-2)  # [B, Hkv, P + N, hd]: the cache grows by N rows
+        v = torch.cat([past_v, v], dim=-2)  # [B, Hkv, P + N, hd]
     # Consecutive query heads share one K/V head, the same layout as PyTorch's enable_gqa.
     k_expanded = k.repeat_interleave(group, dim=1)  # [B, H, N, hd]
     v_expanded = v.repeat_interleave(group, dim=1)  # [B, H, N, hd]
@@ -192,12 +218,33 @@ def multi_head_attention(
         weights=att.weights,
         heads_output=att.output,
         concat=concat,
-        output=concat @ w_o,  # [B, N, d_out]
+        output=_project(concat, w_o, b_o),  # [B, N, d_out]
         head_dim=head_dim,
         n_heads=n_heads,
         n_kv_heads=n_kv_heads,
         kv_group_of_head=[h // group for h in range(n_heads)],
+        past_length=past_length,
     )
+
+
+def _project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """x @ W (+ b): no bias means no addition at all, so bias-free results stay bit-exact."""
+    return x @ w if b is None else x @ w + b
+
+
+def cached_causal_mask(
+    n_new: int, n_past: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Causal mask [n_new, n_past + n_new] for n_new queries after n_past cached keys.
+
+    New query i sits at position n_past + i, so it may read keys j <= n_past + i: every
+    cached key and the new ones up to itself. n_past = 0 is the square causal mask.
+    """
+    if n_new < 0 or n_past < 0:
+        bad = min(n_new, n_past)
+        raise ShapeError("negative_length", f"lengths must be >= 0, got {bad}", n=bad)
+    allowed = torch.ones(n_new, n_past + n_new, dtype=torch.bool, device=device)
+    return allowed.tril(diagonal=n_past)  # [n_new, n_past + n_new]
 
 
 def kv_group_size(n_heads: int, n_kv_heads: int) -> int:
@@ -257,3 +304,51 @@ def _check_mha_shapes(
                 got=list(w.shape),
             )
     return head_dim
+
+
+def _check_biases(
+    x: torch.Tensor,
+    w_o: torch.Tensor,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    *biases: torch.Tensor | None,
+) -> None:
+    """Each bias, when given, is one number per output column of its projection."""
+    widths = (n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim, w_o.shape[-1])
+    for name, bias, width in zip(("b_q", "b_k", "b_v", "b_o"), biases, widths, strict=True):
+        if bias is not None and tuple(bias.shape) != (width,):
+            raise ShapeError(
+                "bias_shape",
+                f"{name} must have shape [{width}], got {list(bias.shape)}",
+                name=name,
+                expected=[width],
+                got=list(bias.shape),
+            )
+
+
+def _check_past(
+    x: torch.Tensor,
+    n_kv_heads: int,
+    head_dim: int,
+    past_k: torch.Tensor | None,
+    past_v: torch.Tensor | None,
+) -> None:
+    """A cache is K and V together, [B, Hkv, P, hd] each, for the same B and P."""
+    if past_k is None and past_v is None:
+        return
+    length = past_k.shape[-2] if past_k is not None and past_k.dim() == 4 else 0
+    expected = (x.shape[0], n_kv_heads, length, head_dim)
+    for name, past in (("past_k", past_k), ("past_v", past_v)):
+        if past is None or tuple(past.shape) != expected:
+            got = None if past is None else list(past.shape)
+            raise ShapeError(
+                "past_kv_shape",
+                f"{name} must have shape [B, Hkv, P, hd] = [{x.shape[0]}, {n_kv_heads}, P, "
+                f"{head_dim}] with the same P for K and V, got {got}",
+                name=name,
+                batch=x.shape[0],
+                kv_heads=n_kv_heads,
+                head_dim=head_dim,
+                got=got,
+            )

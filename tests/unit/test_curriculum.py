@@ -187,7 +187,15 @@ ROWS: list[tuple[str, Callable[[], Any], Any, float]] = [
         [0.665, 0.245, 0.090],
         0,
     ),
-    # 11. TinyDecoder, seed 7
+    # 11. TinyDecoder, seed 7: the article's program
+    ("parameters", lambda: sum(p.numel() for p in TinyDecoder.seeded(7).parameters()), 1784, 0),
+    (
+        "top-3, printed to 4 decimals as in the article",
+        lambda: [(i, f"{p:.4f}") for i, p in TinyDecoder.seeded(7).trace(IDS).top(3)],
+        [[40, "0.0538"], [20, "0.0472"], [35, "0.0444"]],
+        0,
+    ),
+    ("blocks", lambda: len(TinyDecoder.seeded(7).blocks), 1, 0),
     ("logits shape", lambda: list(decoder()[0].shape), [1, 8, 50], 0),
     ("attention shape", lambda: list(decoder()[1].shape), [1, 2, 8, 8], 0),
     ("first row, every head", lambda: decoder()[1][0, :, 0], [[1.0] + [0.0] * 7] * 2, 0),

@@ -15,6 +15,8 @@ import torch
 from tinyformer import attention, ffn, masks, moe, norm, positional
 from tinyformer.model import TinyDecoder
 
+IDS = [3, 8, 12, 5, 17, 42, 23, 6]
+
 
 def _cases(device: str) -> dict[str, Callable[[], torch.Tensor]]:
     def r(*shape: int) -> torch.Tensor:
@@ -41,13 +43,44 @@ def _cases(device: str) -> dict[str, Callable[[], torch.Tensor]]:
         "layer_norm": lambda: norm.layer_norm(r(5, 4), r(4), r(4)).output,
         "rms_norm": lambda: norm.rms_norm(r(5, 4), r(4)).output,
         "route": lambda: moe.route(r(5, 4), r(4, 6), 2).weights,
+        "mha_cached": lambda: (
+            attention.multi_head_attention(
+                r(2, 1, 8),
+                r(8, 8),
+                r(8, 8),
+                r(8, 8),
+                r(8, 8),
+                n_heads=2,
+                mask=attention.cached_causal_mask(1, 4, device=device),
+                b_q=r(8),
+                b_o=r(8),
+                past_k=r(2, 2, 4, 4),
+                past_v=r(2, 2, 4, 4),
+            ).output
+        ),
+        "decoder": lambda: TinyDecoder.seeded(7, layers=2, device=device)(IDS)[0],
+        "decoder_trace": lambda: TinyDecoder.seeded(7, device=device).trace(IDS).probs,
+        "decoder_cached": lambda: _decode_twice(TinyDecoder.seeded(7, layers=2, device=device)),
     }
+
+
+def _decode_twice(model: TinyDecoder) -> torch.Tensor:
+    """Prompt, then one new token reading the cache: every cache tensor on the model's device."""
+    first = model.decode(IDS[:5])
+    return model.decode(IDS[5:6], first.cache).logits
 
 
 @pytest.mark.parametrize("name", sorted(_cases("cpu")))
 def test_meta_inputs_give_meta_outputs(name: str) -> None:
     out = _cases("meta")[name]()
     assert out.device.type == "meta"
+
+
+def test_seeded_model_moves_to_the_asked_device() -> None:
+    model = TinyDecoder.seeded(7, device="meta")
+    assert {p.device.type for p in model.parameters()} == {"meta"} and model.device.type == "meta"
+    step = model.decode(IDS)
+    assert {t.device.type for layer in step.cache.layers for t in (layer.k, layer.v)} == {"meta"}
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -65,11 +98,14 @@ def test_tiny_decoder_on_cuda_matches_cpu() -> None:
     from tinyformer.sampling import next_token_probs, sample
 
     cpu = TinyDecoder.seeded(7)
-    gpu = TinyDecoder.seeded(7).to("cuda")
-    ids = [3, 8, 12, 5, 17, 42, 23, 6]
-    logits, attention_weights = gpu(ids)
+    gpu = TinyDecoder.seeded(7, device="cuda")
+    for a, b in zip(cpu.parameters(), gpu.parameters(), strict=True):
+        assert torch.equal(a, b.cpu())  # drawn on the CPU, then moved: identical weights
+    logits, attention_weights = gpu(IDS)
     assert logits.device.type == attention_weights.device.type == "cuda"
-    torch.testing.assert_close(logits.cpu(), cpu(ids)[0], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(logits.cpu(), cpu(IDS)[0], rtol=1e-4, atol=1e-4)
     probs = next_token_probs(logits[0, -1], temperature=0.7, top_k=5, top_p=0.9).probs
     token = sample(probs, torch.Generator(device="cuda").manual_seed(0))
     assert 0 <= token < 50 and probs[token] > 0
+    cached = gpu.decode(IDS[5:], gpu.decode(IDS[:5]).cache).logits
+    torch.testing.assert_close(cached.cpu(), cpu(IDS)[0][:, 5:].detach(), rtol=1e-4, atol=1e-4)
