@@ -3,31 +3,24 @@
 import streamlit as st
 
 from ui.i18n import current_lang, t
-from ui.page import footer_nav, header, setup_page
+from ui.page import stage_page
 from ui.stages import PIPELINE, built
 
-stage = setup_page("home")
-header(stage)
+PER_ROW = 5
 
-st.subheader(t("home.pipeline_title"))
-per_row = 6
-for start in range(0, len(PIPELINE), per_row):
-    steps = PIPELINE[start : start + per_row]
-    for column, (step, stage_id) in zip(st.columns(per_row), steps, strict=False):
-        with column.container(border=True, height="stretch"):
-            st.markdown(f"**{t(f'home.step.{step}')}**")
-            st.caption(t(f"home.step_note.{step}"))
-            if (page := built(stage_id)) is not None:
-                st.page_link(page.path, label=t("home.open", n=page.number),
-                             icon=":material/arrow_forward:",
-                             query_params={"lang": current_lang()})
-
-if (before := built("ngram")) is not None:
-    st.page_link(before.path, label=t("home.before"), icon=":material/history_edu:",
-                 query_params={"lang": current_lang()})
-
-st.subheader(t("home.example_title"))
-st.markdown(t("home.example"))
-st.subheader(t("home.classroom_title"))
-st.markdown(t("home.classroom"))
-footer_nav(stage)
+with stage_page("home"):
+    st.subheader(t("home.pipeline_title"))
+    for start in range(0, len(PIPELINE), PER_ROW):
+        steps = PIPELINE[start : start + PER_ROW]
+        for column, (step, stage_ids) in zip(st.columns(PER_ROW), steps, strict=False):
+            with column.container(border=True, height="stretch"):
+                st.markdown(f"**{t(f'home.step.{step}')}**")
+                st.caption(t(f"home.step_note.{step}"))
+                for page in filter(None, map(built, stage_ids)):
+                    st.page_link(page.path, label=t("home.open", n=page.number),
+                                 icon=":material/arrow_forward:",
+                                 query_params={"lang": current_lang()})
+    st.subheader(t("home.example_title"))
+    st.markdown(t("home.example"))
+    st.subheader(t("home.classroom_title"))
+    st.markdown(t("home.classroom"))

@@ -68,21 +68,24 @@ def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
     return previous, following
 
 
-# The overview's diagram: the path from text to the next token. A step links to the
-# page that teaches it once that page is built.
-PIPELINE: tuple[tuple[str, str | None], ...] = (
-    ("text", None),
-    ("tokens", "tokens"),
-    ("embed", "tokens"),
-    ("qkv", "qkv"),
-    ("scores", "scaling"),
-    ("mask", "masks"),
-    ("softmax", "softmax"),
-    ("heads", "multihead"),
-    ("ffn", None),
-    ("norm", None),
-    ("logits", None),
-    ("next", None),
+# The overview's diagram: the path from text to the next token, then the whole model.
+# Each step links to the pages that teach it, once they are built.
+PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("text", ("ngram", "embeddings")),
+    ("tokens", ("tokens",)),
+    ("qkv", ("qkv",)),
+    ("scores", ("scaling",)),
+    ("mask", ("masks",)),
+    ("softmax", ("softmax", "context")),
+    ("heads", ("multihead", "kvcache")),
+    ("positions", ("positions", "rope")),
+    ("ffn", ("ffn", "moe")),
+    ("norm", ("residual", "prepost")),
+    ("logits", ("logits",)),
+    ("next", ("decoding",)),
+    ("whole", ("forward",)),
+    ("backbones", ("backbones",)),
+    ("trained", ("training", "inside", "generate")),
 )
 
 
