@@ -384,6 +384,8 @@ class TinyDecoder(nn.Module):
         "pytorch": each module's own reset, in construction order (so
         torch.manual_seed(s) then reset_parameters() equals seeded(s)). "scaled":
         embeddings N(0, 1), linear weights N(0, 1/fan_in), biases 0, norms 1 and 0.
+        "pytorch" draws on the parameters' device (with that device's generator);
+        for weights identical on every device use seeded(), which draws on the CPU.
         """
         for module in self.modules():
             if not isinstance(module, nn.Embedding | nn.Linear | nn.LayerNorm):
