@@ -2,6 +2,7 @@
 """Set up and start tinyformer, or set up and test it. Needs only Python 3.11.
 
     python3.11 dev.py run      # set up (first time), start the app on http://localhost:8501
+    python3.11 dev.py class    # the same for a class: one process per core behind nginx
     python3.11 dev.py test     # set up (first time), run every test
     python3.11 dev.py bench    # set up (first time), print the rerun-cost benchmark
 
@@ -59,10 +60,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="set up, then start the app")
+    run = commands.add_parser("run", help="set up, then start the app (one process, "
+                              "warmed before the first learner arrives)")
     run.add_argument("--port", type=int, default=8501)
     run.add_argument("--address", default="localhost",
                      help="0.0.0.0 serves the classroom's local network")
+    run.add_argument("--cold", action="store_true", help="skip the warm-up")
+    room = commands.add_parser("class", help="set up, then start one app process per core "
+                               "behind nginx (docs/deploy.md); other arguments go to "
+                               "deploy/classroom.py (e.g. --upstream HOST:PORT)")
+    room.add_argument("--processes", type=int, help="Streamlit processes (default: one "
+                      "per core)")
+    room.add_argument("--port", type=int, default=8501)
+    room.add_argument("--address", default="localhost",
+                      help="0.0.0.0 serves the classroom's local network")
     commands.add_parser("test", help="set up, then run ruff and every test; other "
                         "arguments go to pytest (e.g. tests/unit -x)")
     commands.add_parser("bench", help="set up, then print the rerun-cost benchmark; other "
@@ -73,8 +84,12 @@ def main() -> None:
 
     setup()
     if args.command == "run":
-        _exec("-m", "streamlit", "run", "app.py", "--server.port", str(args.port),
-              "--server.address", args.address)
+        _exec("-m", "deploy.serve", "--port", str(args.port), "--address", args.address,
+              *(["--cold"] if args.cold else []))
+    elif args.command == "class":
+        processes = [] if args.processes is None else ["--processes", str(args.processes)]
+        _exec("-m", "deploy.classroom", "--port", str(args.port), "--address", args.address,
+              *processes, *extra)
     elif args.command == "test":
         if subprocess.run([str(PYTHON), "-m", "ruff", "check", "."], cwd=ROOT).returncode:
             sys.exit(1)

@@ -1,0 +1,49 @@
+"""One Streamlit process of tinyformer, warmed before the first learner arrives.
+
+    python -m deploy.serve [--port 8501] [--address localhost] [--cold] [--ready-file F]
+
+This process runs `streamlit run app.py` (the same server and the project's
+.streamlit/config.toml) and, on a background thread of the same process, warms it
+(deploy/warm.py): imports torch, pandas, plotly and tinyformer while the server starts,
+then runs every page once through its own websocket, so the first learner waits no
+longer than the second. `dev.py run` starts this; `dev.py class` starts several.
+--cold skips the warm-up (to measure the difference); --ready-file is written once the
+process is warm (the class server waits for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from pathlib import Path
+
+from deploy.warm import ROOT, warm
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8501)
+    parser.add_argument("--address", default="localhost")
+    parser.add_argument("--cold", action="store_true", help="do not warm the app")
+    parser.add_argument("--ready-file", type=Path,
+                        help="write this file once the process is warm")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    os.chdir(ROOT)  # Streamlit finds pages/ and .streamlit/ from the working directory
+    if not args.cold:
+        threading.Thread(target=warm, name="tinyformer-warm-up", daemon=True,
+                         args=(args.address, args.port, threading.main_thread().is_alive,
+                               args.ready_file)).start()
+    from streamlit.web.cli import main as streamlit_main
+
+    streamlit_main(args=["run", "app.py", "--server.port", str(args.port),
+                         "--server.address", args.address], prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
