@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from ui.i18n import current_lang, t
-from ui.page import stage_page
+from ui.i18n import t
+from ui.page import link_to, stage_page
 from ui.stages import PIPELINE, built
 
 PER_ROW = 5
@@ -17,9 +17,7 @@ with stage_page("home"):
                 st.markdown(f"**{t(f'home.step.{step}')}**")
                 st.caption(t(f"home.step_note.{step}"))
                 for page in filter(None, map(built, stage_ids)):
-                    st.page_link(page.path, label=t("home.open", n=page.number),
-                                 icon=":material/arrow_forward:",
-                                 query_params={"lang": current_lang()})
+                    link_to(page, t("home.open", n=page.number), icon=":material/arrow_forward:")
     st.subheader(t("home.example_title"))
     st.markdown(t("home.example"))
     st.subheader(t("home.classroom_title"))

@@ -53,10 +53,11 @@ def softmax(lead: str, name: str, row_scores: torch.Tensor, col: int, *,
             f"e^{{{num(s, decimals)} - {num(shift, decimals)}}}"
     total = " + ".join(power(k) for k in allowed)
     exps = " + ".join(num(steps.exps[k], decimals) for k in allowed)
-    latex = (rf"{name} = \frac{{{power(col)}}}{{{total}}} = "
-             rf"\frac{{{num(steps.exps[col], decimals)}}}{{{exps}}} = "
-             rf"\frac{{{num(steps.exps[col], decimals)}}}{{{num(steps.total, decimals)}}} = "
-             rf"{num(steps.weights[col], decimals)}")
+    # Two lines, so a row of eight keys still fits a narrow column.
+    latex = (rf"\begin{{aligned}}{name} &= \frac{{{power(col)}}}{{{total}}}"
+             rf" = \frac{{{num(steps.exps[col], decimals)}}}{{{exps}}} \\ "
+             rf"&= \frac{{{num(steps.exps[col], decimals)}}}{{{num(steps.total, decimals)}}}"
+             rf" = {num(steps.weights[col], decimals)}\end{{aligned}}")
     return _block(lead, latex)
 
 

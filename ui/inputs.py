@@ -187,10 +187,10 @@ def matrix_input(
     default_text = format_matrix(grid, vector=vector)
     max_chars = 2000
     state.initial(key, default_text, _text_codec(max_chars), label)
-    if not vector:
-        _format_note_once()
     text_value = st.text_input(label, key=key, help=help or t("input.format_help"),
                                max_chars=max_chars)
+    if not vector:
+        _format_note_once()  # below the box, so boxes side by side stay aligned
     state.write_url(key, text_value, default_text, _text_codec(max_chars))
     valid_key = f"_{key}{state.PRIVATE}valid"
     try:
@@ -209,7 +209,7 @@ def matrix_input(
 
 
 def _format_note_once() -> None:
-    """The matrix format, written once per run above the first matrix box."""
+    """The matrix format, written once per run under the first matrix box."""
     if state.once_per_run("matrix_format_note"):
         st.caption(t("input.format_note"))
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from ui import state
 from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, current_lang, resolve_lang, t
@@ -29,6 +30,8 @@ _CSS = """<style>
 [data-testid="stSidebar"] [data-testid="stPageLink-NavLink"] p {
   white-space: normal; overflow: visible; text-overflow: clip;
 }
+/* A formula wider than its column scrolls inside it instead of being cut off. */
+.katex-display { overflow-x: auto; overflow-y: hidden; padding: 2px 0; }
 </style>"""
 
 
@@ -48,9 +51,21 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
     except Exception:
         _LOG.exception("stage %r failed", stage_id)
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
-        st.page_link(HOME.path, label=t("kit.back_home"), icon=":material/home:",
-                     query_params={LANG_PARAM: current_lang()})
+        link_to(HOME, t("kit.back_home"), icon=":material/home:")
     footer_nav(stage)
+
+
+def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool = False) -> None:
+    """A link to one of our pages in the current language.
+
+    A page file that appeared after the server started is unknown to Streamlit (it
+    scans pages/ once); its link is left out and logged rather than breaking the page.
+    """
+    try:
+        st.page_link(page.path, label=label, icon=icon, disabled=disabled,
+                     query_params={LANG_PARAM: current_lang()})
+    except StreamlitAPIException:
+        _LOG.warning("no link to %s: Streamlit does not know the page", page.path)
 
 
 def setup_page(stage_id: str, *, uses_device: bool = False) -> Stage:
@@ -88,13 +103,7 @@ def _sidebar(current: Stage, lang: str, uses_device: bool) -> None:
             _device_choice()
         st.markdown(f"**{t('kit.stages')}**")
         for page in all_pages():
-            st.page_link(
-                page.path,
-                label=stage_label(page),
-                icon=page.icon,
-                query_params={LANG_PARAM: lang},
-                disabled=page == current,
-            )
+            link_to(page, stage_label(page), icon=page.icon, disabled=page == current)
         st.caption(t("kit.share_hint"))
 
 
@@ -132,9 +141,9 @@ def footer_nav(stage: Stage) -> None:
     previous, following = neighbours(stage.id)
     st.divider()
     left, right = st.columns(2)
-    query = {LANG_PARAM: current_lang()}
     if previous is not None:
-        left.page_link(previous.path, label=f"← {stage_label(previous)}", query_params=query)
+        with left:
+            link_to(previous, f"← {stage_label(previous)}")
     if following is not None:
         with right:
-            st.page_link(following.path, label=f"{stage_label(following)} →", query_params=query)
+            link_to(following, f"{stage_label(following)} →")

@@ -175,9 +175,9 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     wait_for_text(tab, "[0.660, 2.679]")
     wait_for_text(tab, "[0.330, 0.670]")
     tab.page.get_by_text("[1.340, 1.321]").wait_for(state="detached")
-    tab.page.wait_for_url(re.compile(r"[?&]kB="))
+    tab.page.wait_for_url(re.compile(r"[?&]hand.kB="))
     shared = tab.page.url
-    assert parse_qs(urlsplit(shared).query)["kB"] == ["2, 0"]
+    assert parse_qs(urlsplit(shared).query)["hand.kB"] == ["2, 0"]
     assert tab.console_errors() == [], tab.console_errors()
 
     other = new_tab()  # a new context: no cookies, no session, only the link
