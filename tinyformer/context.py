@@ -1,0 +1,137 @@
+"""One word, two sentences: the same input row leaves attention as two different rows.
+
+The running example's 运费 is looked up in one embedding table, so it enters attention
+as the same row in 「商品有质量问题，运费谁承担？」 and in 「无理由退货，运费谁承担？」. With
+the same W_q, W_k, W_v and a causal mask it reads itself and the words before it, and
+those differ, so its output rows differ. The output is sum_j a_j v_j; the difference
+of the two outputs splits exactly into one share per word:
+
+- a word read in both sentences has the same v row in both (same embedding, same W_v,
+  no positions added), so its share is (a_j in a - a_j in b) · v_j: its weight moved;
+- a word read in only one sentence brings its whole contribution a_j v_j (with a minus
+  sign when it is in sentence b).
+
+No position embeddings are added here (positions are a later stage): they would make
+the two input rows differ by their position rows and hide the point. The weights are
+seeded random teaching data, never a reason for an answer.
+
+Shape letters: V vocabulary, N positions, d width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
+from tinyformer.errors import ParameterError
+from tinyformer.masks import causal_mask
+from tinyformer.projection import random_setup
+
+MAX_WIDTH = 16  # bounds the width a learner can ask for
+MAX_WORDS = 32  # bounds each sentence
+MAX_SEED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one word reads in one sentence (its row of the causal attention)."""
+
+    words: tuple[str, ...]  # [N] the sentence's tokens
+    at: int  # the word's position (its first occurrence)
+    x: torch.Tensor  # [N, d] input rows: embedding rows, no positions
+    q: torch.Tensor  # [N, d] X W_q
+    k: torch.Tensor  # [N, d] X W_k
+    v: torch.Tensor  # [N, d] X W_v
+    attention: AttentionTrace  # the whole sentence's causal attention, [N, N] tables
+    scores: torch.Tensor  # [N] the word's masked scaled scores (-inf after `at`)
+    weights: torch.Tensor  # [N] the word's attention row (0 after `at`)
+    contributions: torch.Tensor  # [N, d] weights[j] * v[j]
+    output: torch.Tensor  # [d] the word's output row: contributions summed
+
+    @property
+    def read(self) -> tuple[str, ...]:
+        """The words it may read: itself and those before it."""
+        return self.words[: self.at + 1]
+
+
+@dataclass(frozen=True)
+class ContextComparison:
+    """One word in two sentences, with one table and one set of weights."""
+
+    word: str
+    vocab: tuple[str, ...]  # [V] the words of both sentences, first occurrence first
+    table: torch.Tensor  # [V, d] embedding table (seeded random, rounded)
+    w_q: torch.Tensor  # [d, d]
+    w_k: torch.Tensor  # [d, d]
+    w_v: torch.Tensor  # [d, d]
+    a: Reading
+    b: Reading
+    input_gap: torch.Tensor  # [d] the word's input row in a minus in b
+    inputs_differ: int  # how many of its d input numbers differ (0: one lookup)
+    difference: torch.Tensor  # [d] a.output - b.output
+    share_words: tuple[str, ...]  # [W] every word either sentence lets it read
+    shares: torch.Tensor  # [W, d] each word's part of `difference`; rows sum to it
+    share_weights: torch.Tensor  # [W, 2] the word's summed weight in a and in b
+
+
+def compare_in_context(words_a: Sequence[str], words_b: Sequence[str], word: str,
+                       width: int, seed: int) -> ContextComparison:
+    """Run causal attention over both sentences with the same seeded embedding table
+    and projections [width, width] (float64, rounded to 2 decimals) and compare `word`.
+    """
+    words_a, words_b = _checked(words_a, word), _checked(words_b, word)
+    _check_setting("context_width", "width", width, 1, MAX_WIDTH)
+    _check_setting("context_seed", "seed", seed, 0, MAX_SEED)
+    vocab = tuple(dict.fromkeys(words_a + words_b))
+    setup = random_setup(len(vocab), width, width, torch.Generator().manual_seed(seed))
+    row_of = {w: i for i, w in enumerate(vocab)}
+    a, b = (_reading(words, word, setup, row_of) for words in (words_a, words_b))
+    gap = a.x[a.at] - b.x[b.at]  # [d]
+    share_words, shares, share_weights = _shares(a, b)
+    return ContextComparison(
+        word, vocab, setup.x, setup.w_q, setup.w_k, setup.w_v, a, b, gap,
+        int((gap != 0).sum()), a.output - b.output, share_words, shares, share_weights,
+    )
+
+
+def _reading(words: tuple[str, ...], word: str, setup, row_of: dict[str, int]) -> Reading:
+    x = setup.x[[row_of[w] for w in words]]  # [N, d] a lookup: one row per token
+    q, k, v = x @ setup.w_q, x @ setup.w_k, x @ setup.w_v  # [N, d] each
+    attention = scaled_dot_product_attention(q, k, v, mask=causal_mask(len(words)))
+    at = words.index(word)
+    weights = attention.weights[at]  # [N]
+    contributions = weights[:, None] * v  # [N, d]
+    return Reading(words, at, x, q, k, v, attention, attention.masked[at], weights,
+                   contributions, contributions.sum(0))
+
+
+def _shares(a: Reading, b: Reading) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor]:
+    """Each readable word's part of a.output - b.output, and its weight in each."""
+    words = tuple(dict.fromkeys(a.read + b.read))
+    shares = torch.zeros(len(words), a.output.shape[0], dtype=a.output.dtype)  # [W, d]
+    weights = torch.zeros(len(words), 2, dtype=a.output.dtype)  # [W, 2]
+    for sign, side, reading in ((1.0, 0, a), (-1.0, 1, b)):
+        for j, w in enumerate(reading.read):  # a repeated word adds all its positions
+            shares[words.index(w)] += sign * reading.contributions[j]
+            weights[words.index(w), side] += reading.weights[j]
+    return words, shares, weights
+
+
+def _checked(words: Sequence[str], word: str) -> tuple[str, ...]:
+    words = tuple(words)
+    if not 1 <= len(words) <= MAX_WORDS:
+        raise ParameterError("context_length", f"a sentence needs 1 to {MAX_WORDS} tokens, "
+                             f"got {len(words)}", n=len(words), limit=MAX_WORDS)
+    if word not in words:
+        raise ParameterError("context_word_missing", f"{word!r} is not in {''.join(words)!r}",
+                             word=word)
+    return words
+
+
+def _check_setting(key: str, name: str, value: int, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ParameterError(key, f"{name} must be a whole number from {lo} to {hi}, "
+                             f"got {value!r}", value=value, lo=lo, hi=hi)
