@@ -23,6 +23,7 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 PAGES = all_pages()
 APP = '[data-testid="stApp"]'
+MAIN = '[data-testid="stMain"]'
 IDLE = f'{APP}[data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 MAX_SCREENSHOT_HEIGHT = 20_000  # px; a page taller than this is cut in its screenshot
 # An untranslated string shows its key ("softmax.title"): any top-level table name of
@@ -122,6 +123,33 @@ def test_page_opens_clean(server: Server, new_tab, stage: Stage, lang: str) -> N
     assert "Traceback" not in text
     assert not KEY_LIKE.findall(text), f"untranslated keys on the page: {KEY_LIKE.findall(text)}"
     assert f"lang={lang}" in tab.page.url
+    assert tab.console_errors() == [], tab.console_errors()
+    if lang == "en":
+        drag_first_slider(tab)
+
+
+def drag_first_slider(tab: Tab) -> None:
+    """Drag the page's first slider by the mouse: the page reruns cleanly and the new
+    value reaches the URL (so a shared link would keep it)."""
+    page = tab.page
+    thumbs = page.locator(f'{MAIN} [role="slider"]')
+    if thumbs.count() == 0:
+        return
+    before = page.url
+    thumb = thumbs.first
+    thumb.scroll_into_view_if_needed()
+    box = thumb.bounding_box()
+    track = thumb.locator("xpath=ancestor::*[@data-testid='stSlider'][1]").bounding_box()
+    # Drag towards whichever end is farther away, so the value surely changes.
+    target = track["x"] + (track["width"] * 0.15 if box["x"] > track["x"] + track["width"] / 2
+                           else track["width"] * 0.85)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(target, box["y"] + box["height"] / 2, steps=8)
+    page.mouse.up()
+    page.wait_for_function("url => location.href !== url", arg=before, timeout=TIMEOUT_MS)
+    wait_ready(tab)
+    assert page.locator('[data-testid="stException"]').count() == 0
     assert tab.console_errors() == [], tab.console_errors()
 
 
