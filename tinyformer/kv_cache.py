@@ -180,3 +180,19 @@ def binary_size(n_bytes: int) -> tuple[float, str]:
         if n_bytes >= size:
             return n_bytes / size, unit
     return float(n_bytes), "B"
+
+
+def preset_caches(seq_len: int, bytes_per_number: int) -> dict[str, KVCacheSize]:
+    """Each preset model's cache for one sequence of seq_len positions."""
+    return {
+        name: kv_cache_size(p.layers, p.n_kv_heads, p.head_dim, seq_len, bytes_per_number)
+        for name, p in PRESETS.items()
+    }
+
+
+def in_unit(n_bytes: int, unit: str) -> float:
+    """n_bytes in one named binary unit ("B", "KiB", "MiB", "GiB", "TiB")."""
+    sizes = {"B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB}
+    if unit not in sizes:
+        raise ParameterError("kv_unit", f"unknown unit {unit!r}", unit=unit)
+    return n_bytes / sizes[unit]

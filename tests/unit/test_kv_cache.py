@@ -19,8 +19,10 @@ from tinyformer.kv_cache import (
     binary_size,
     cache_ratio,
     gqa_saving,
+    in_unit,
     kv_cache_size,
     kv_group_of_heads,
+    preset_caches,
 )
 
 DTYPE_BYTES = {1: torch.int8, 2: torch.float16, 4: torch.float32}
@@ -175,3 +177,29 @@ def test_published_hidden_sizes_follow_from_heads_times_head_dim() -> None:
 )
 def test_binary_size(n_bytes: int, expected: tuple[float, str]) -> None:
     assert binary_size(n_bytes) == expected
+
+
+def test_preset_caches_follow_the_formula() -> None:
+    caches = preset_caches(8192, 2)
+    assert list(caches) == list(PRESETS)
+    for name, size in caches.items():
+        p = PRESETS[name]
+        assert size.total_bytes == p.layers * p.n_kv_heads * p.head_dim * 8192 * 2 * 2
+    assert caches["Llama-3-8B"].total_bytes == GIB
+    assert caches["Llama-2-7B"].total_bytes == 4 * GIB  # same sizes, 32 K/V heads
+    assert caches["Falcon-7B"].total_bytes == 64 * 1024**2  # one K/V head of width 64
+
+
+@pytest.mark.parametrize(
+    ("n_bytes", "unit", "expected"),
+    [(GIB, "GiB", 1.0), (GIB, "MiB", 1024.0), (131_072, "KiB", 128.0), (3, "B", 3.0),
+     (1536 * 1024**3, "TiB", 1.5)],
+)
+def test_in_unit(n_bytes: int, unit: str, expected: float) -> None:
+    assert in_unit(n_bytes, unit) == expected
+
+
+def test_in_unit_rejects_an_unknown_unit() -> None:
+    with pytest.raises(ParameterError) as info:
+        in_unit(1024, "KB")
+    assert info.value.key == "kv_unit"
