@@ -19,6 +19,12 @@ WORD = "运费"
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
 
 
+def part(word: str, c: int, a, v, value) -> str:
+    """a_w v_{w,c} = a · v = value: what one word adds to number c of the output."""
+    w = rf"\text{{「{word}」}}"
+    return rf"a_{{{w}}}\,v_{{{w},{c}}} = {num(a)}\cdot{term(v, 3)} = {num(value)}"
+
+
 def input_rows(cmp) -> None:
     """运费's input row in each question, and whether they are equal (as computed)."""
     cols = st.columns(2)
@@ -52,10 +58,9 @@ def contributions(reading, side: str, style: dict) -> None:
     dims = [str(c + 1) for c in range(reading.v.shape[1])]
 
     def cell(j: int, c: int) -> str:
-        a, v, part = reading.weights[j], reading.v[j, c], reading.contributions[j, c]
         return explain.formula(t("context.cell_part", j=reading.words[j], c=c + 1),
-                               rf"a_{{{j}}}\,v_{{{j},{c + 1}}} = {num(a)}\cdot{term(v, 3)} "
-                               rf"= {num(part)}")
+                               part(reading.words[j], c + 1, reading.weights[j],
+                                    reading.v[j, c], reading.contributions[j, c]))
 
     heatmap(reading.contributions[: reading.at + 1], dims, reading.read, key=f"parts_{side}",
             explain=cell, x_title=t("context.component"), **style)
@@ -70,9 +75,11 @@ def shares(cmp, style: dict) -> None:
         return reading.v[reading.words.index(word)]
 
     def cell(w: int, c: int) -> str:
+        word = rf"\text{{「{cmp.share_words[w]}」}}"
         (a1, a2), v = cmp.share_weights[w].tolist(), value_row(cmp.share_words[w])[c]
         return explain.formula(t("context.cell_share", j=cmp.share_words[w], c=c + 1),
-                               rf"\Delta_{{{w},{c + 1}}} = (a^{{(1)}} - a^{{(2)}})\,v = "
+                               rf"\Delta_{{{word},{c + 1}}} = (a^{{(1)}}_{{{word}}} - "
+                               rf"a^{{(2)}}_{{{word}}})\,v_{{{word},{c + 1}}} = "
                                rf"({num(a1)} - {num(a2)})\cdot{term(v, 3)} = "
                                rf"{num(cmp.shares[w, c])}")
 
@@ -112,8 +119,8 @@ with stage_page("context"):
         number_exercise("part", t("context.ex3_question", v=vec(b.v[j])),
                         float(b.contributions[j, 0]),
                         explain.formula(t("context.ex3_steps"),
-                                        rf"a_{{{j}}}\,v_{{{j},1}} = {num(b.weights[j])}\cdot"
-                                        rf"{term(b.v[j, 0], 3)} = {num(b.contributions[j, 0])}"))
+                                        part("退货", 1, b.weights[j], b.v[j, 0],
+                                             b.contributions[j, 0])))
 
         st.subheader(t("context.parts_title"))
         st.markdown(t("context.parts_lead"))

@@ -48,6 +48,7 @@ def test_each_sentence_is_a_lookup_then_causal_attention_as_in_pytorch(cmp) -> N
                                     .masked_fill(~allowed, float("-inf")), dim=-1)
         torch.testing.assert_close(reading.weights, ref_weights)
         assert torch.isinf(reading.scores[~allowed]).all()
+        assert (reading.weights[~allowed] == 0).all()  # 谁 承担 ？: exactly 0
         assert reading.read == words[: words.index("运费") + 1]
 
 
@@ -83,6 +84,7 @@ def test_shared_words_keep_their_exponential_only_the_sum_changes(cmp) -> None:
     """，and 运费 score the same in both sentences: their weights keep one ratio."""
     comma_a, comma_b = cmp.a.words.index("，"), cmp.b.words.index("，")
     torch.testing.assert_close(cmp.a.scores[comma_a], cmp.b.scores[comma_b])
+    torch.testing.assert_close(cmp.a.scores[cmp.a.at], cmp.b.scores[cmp.b.at])
     ratio_a = cmp.a.weights[cmp.a.at] / cmp.a.weights[comma_a]
     ratio_b = cmp.b.weights[cmp.b.at] / cmp.b.weights[comma_b]
     torch.testing.assert_close(ratio_a, ratio_b)
