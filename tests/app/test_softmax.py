@@ -115,3 +115,16 @@ def test_clicked_cell_is_explained_outlined_and_kept_after_an_edit():
 def test_a_blocked_cell_explains_itself():
     at = open_page(PAGE, params={"softmax.weights_map": "0,3"})
     assert r"a_{0,3} = e^{-\infty}" in explanations(at)
+
+
+def test_step_by_step_reveal_and_a_link_to_a_step():
+    at = open_page(PAGE)
+    assert "[1.340, 1.321]" in page_text(at)  # every step shown by default
+    next(b for b in at.button if (b.key or "").endswith("~start")).click().run()
+    text = page_text(at)
+    assert "[1.000, 0.000]" in text and "[0.707, 0.000]" not in text  # step 1 only
+    assert at.query_params["softmax.hand.step"] == "1"
+    next(b for b in at.button if (b.key or "").endswith("~next")).click().run()
+    assert "[0.707, 0.000]" in page_text(at) and "[1.340, 1.321]" not in page_text(at)
+    linked = page_text(open_page(PAGE, params={"softmax.hand.step": "3"}))
+    assert "[0.670, 0.330]" in linked and "[1.340, 1.321]" not in linked

@@ -1,0 +1,59 @@
+"""Step-by-step reveal: a teacher shows a worked example one step at a time.
+
+    steps = Stepper("hand", ["scores", "scaled", "weights", "output"])
+    if steps.shows(1): ...step 1...
+    if steps.shows(2): ...step 2...
+
+By default every step is shown (a learner reading alone). "Step by step" starts at
+step 1; "next" / "back" (or the keys N and B) move one step; "all" shows everything
+again. The step is part of the URL ("softmax.hand.step=2"), so a shared link opens at
+the same step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from ui import state
+from ui.i18n import t
+
+ALL = 0  # the URL value meaning "every step shown"
+
+
+class Stepper:
+    def __init__(self, name: str, labels: Sequence[str]) -> None:
+        self.labels = list(labels)  # translated names of the steps, in order
+        self.key = f"{state.current_stage()}.{name}.step"
+        total = len(self.labels)
+        codec = state.Codec(encode=str, decode=int,
+                            valid=lambda v: isinstance(v, int) and not isinstance(v, bool)
+                            and 0 <= v <= total)
+        self.current = state.initial(self.key, ALL, codec, t("kit.step_label"))
+        self._draw_controls()
+        state.write_url(self.key, st.session_state[self.key], ALL, codec)
+        self.current = st.session_state[self.key]
+
+    def shows(self, step: int) -> bool:
+        """Is step `step` (1-based) on screen?"""
+        return self.current == ALL or step <= self.current
+
+    def _draw_controls(self) -> None:
+        total, now = len(self.labels), self.current
+        with st.container(horizontal=True, vertical_alignment="center"):
+            if now == ALL:
+                st.button(t("kit.step_start"), key=f"_{self.key}~start",
+                          icon=":material/slideshow:", on_click=self._go, args=(1,))
+                return
+            st.button(t("kit.step_back"), key=f"_{self.key}~back", icon=":material/chevron_left:",
+                      on_click=self._go, args=(max(1, now - 1),), disabled=now <= 1)
+            st.markdown(t("kit.step_of", k=now, n=total, label=self.labels[now - 1]))
+            st.button(t("kit.step_next"), key=f"_{self.key}~next", icon=":material/chevron_right:",
+                      on_click=self._go, args=(now + 1,), disabled=now >= total,
+                      type="primary")
+            st.button(t("kit.step_all"), key=f"_{self.key}~all", on_click=self._go,
+                      args=(ALL,))
+
+    def _go(self, step: int) -> None:
+        st.session_state[self.key] = step
