@@ -38,8 +38,10 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
     with st.container(border=True):
         st.markdown(f"**{t('kit.exercise_number')}** · {question}")
         left, right = st.columns([2, 1], vertical_alignment="bottom")
+        label = (t("kit.your_answer_exact") if tolerance == 0
+                 else t("kit.your_answer", tol=num(tolerance, decimals)))
         typed = left.number_input(
-            t("kit.your_answer", tol=num(tolerance, decimals)), value=None,
+            label, value=None,
             step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
         pressed = right.button(t("kit.check"), key=f"{key}.check", disabled=typed is None)
         if not pressed or typed is None:
