@@ -1,186 +1,150 @@
 """Stage 1: text becomes token IDs; each ID selects one row of the embedding table."""
 
-
 import pandas as pd
 import streamlit as st
 import torch
 
-from tinyformer.errors import TinyformerError
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
+from ui import explain
 from ui.corpus import corpus_text
-from ui.exercise import predict_then_reveal
+from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, plain, term
 from ui.formula import formula
 from ui.i18n import t
-from ui.inputs import guard_state, is_bool, whole
-from ui.notes import model_error, random_weights_note
-from ui.page import footer_nav, header, setup_page
+from ui.inputs import number, text, toggle
+from ui.notes import random_weights_note, shown_errors
+from ui.page import stage_page
 
-stage = setup_page("tokens")
-header(stage)
-
-MAX_LEN = 32  # rows of the position table: the longest text this page embeds
-D_RANGE, SEED_RANGE, KINDS = (4, 16), (0, 999), ("learned", "sinusoidal")
-Q1, Q2 = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
+MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
+cell = explain.cell_name
 
 
-@st.cache_resource
-def load_vocab() -> CharVocab:
-    return CharVocab.from_corpus(corpus_text())
+def use(sentence: str) -> None:  # a button's callback: the text box shows `sentence`
+    st.session_state["tokens.text"] = sentence
 
 
-@st.cache_resource(max_entries=256)  # d x seed x kind: bounded, ~7 KB an entry
-def tables(vocab_size: int, d: int, seed: int, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
-    return random_table(vocab_size, d, seed), position_table(kind, MAX_LEN, d, seed)
+def side_by_side(*maps) -> None:
+    """Heatmaps in columns, each (title, matrix [rows, d], row labels, key, explain)."""
+    for col, (title, matrix, rows, key, explain_cell) in zip(st.columns(len(maps)), maps,
+                                                             strict=True):
+        with col:
+            st.markdown(f"**{title}**")
+            heatmap(matrix, [str(j) for j in range(matrix.shape[1])], rows, key=key,
+                    explain=explain_cell, colorscale="RdBu", zmin=-3, zmax=3)
 
 
-def set_text(value: str) -> None:
-    st.session_state["text"] = value
+def looked_up(lead: str, names: list[str], value) -> str:
+    """A number copied from a table: X_{i,j} = E_{id,j} = 0.123."""
+    return explain.formula(lead, " = ".join([*names, num(value)]))
 
 
-def read_text(key: str, default: str) -> str:
-    text = (st.text_input(t(f"tokens.{key}_label"), value=default, key=key,
-                          bind="query-params", max_chars=200) or "").strip()
-    if len(text) > MAX_LEN:
-        st.error(t("tokens.too_long", n=len(text), limit=MAX_LEN), icon=":material/error:")
-    if not text:
-        st.error(t("tokens.empty"), icon=":material/error:")
-    return text[:MAX_LEN]
+def p_cell(i: int, j: int, value, kind: str, d: int) -> str:
+    """One number of P: a learned (here random) entry, or its sine / cosine."""
+    if kind == "learned":
+        return looked_up(t("tokens.cell_p_learned", i=i), [cell("P", i, j)], value)
+    fn = r"\sin" if j % 2 == 0 else r"\cos"
+    return explain.formula(t(f"tokens.cell_p_{fn[1:]}", j=j), rf"{cell('P', i, j)} = {fn}\left("
+                           rf"{i} / 10000^{{{j - j % 2}/{d}}}\right) = {num(value)}")
 
 
-vocab = load_vocab()
-for key, ok in (("d", whole(*D_RANGE)), ("seed", whole(*SEED_RANGE)), ("sin", is_bool)):
-    guard_state(key, ok, label=t(f"tokens.{key}_label"))
+with stage_page("tokens"):
+    vocab = CharVocab.from_corpus(corpus_text())  # 518 characters: ~0.05 ms a run
+    # --- 1. Text to token IDs ---------------------------------------------------------
+    st.subheader(t("tokens.ids_title"))
+    sentence = text("text", t("tokens.text_label", limit=MAX_LEN), Q1, MAX_LEN)
+    with st.container(horizontal=True):
+        for question in (Q1, Q2):
+            st.button(f"「{question}」", on_click=use, args=(question,))
+    gloss(Q1_WORDS + Q2_WORDS)
+    enc = vocab.encode(sentence)
+    labels, n = list(enc.tokens), len(enc.ids)
+    if enc.unknown:
+        st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
+                     id=UNK_ID), icon=":material/help:")
+    if n:
+        st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
+                              index=[t("tokens.row_token"), t("tokens.row_id")]))
+    st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
+    with st.expander(t("tokens.vocab_all", v=len(vocab))):
+        st.dataframe(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID"))
+    # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
+    choice_exercise("rows", t("tokens.ex_question"),
+                    [t("tokens.ex_a"), t("tokens.ex_b"), t("tokens.ex_c"), t("tokens.ex_d")],
+                    correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
+    st.subheader(t("tokens.lookup_title"))
+    c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
+    with c_d:
+        d = number("d", t("tokens.d_label"), 4, 16, 8, gesture="slider")
+    with c_seed:
+        seed = number("seed", t("tokens.seed_label"), 0, 999, 0)
+    with c_sin:
+        kind = "sinusoidal" if toggle("sin", t("tokens.sin_label"), False) else "learned"
+    random_weights_note()
+    E, P = random_table(len(vocab), d, seed), position_table(kind, MAX_LEN, d, seed)  # ~0.1 ms
+    with shown_errors():
+        tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
+        used = sorted(set(enc.ids))
+        st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n))
+        side_by_side(
+            (t("tokens.e_table", k=len(used), v=len(vocab)), E[used],
+             [f"{i} · {vocab.tokens[i]}" for i in used], "e_map", lambda r, j: looked_up(
+                 t("tokens.cell_table", id=used[r], tok=vocab.tokens[used[r]]),
+                 [cell("E", used[r], j)], E[used[r], j])),
+            (t("tokens.x_table", n=n, d=d), tr.rows, labels, "x_map", lambda i, j: looked_up(
+                t("tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i]),
+                [cell("X", i, j), cell("E", enc.ids[i], j)], tr.rows[i, j])))
+        lookups = [f"x_{{{i}}} = E[{enc.ids[i]}]" for i in range(n)]  # x_0, x_1, ..., x_N-1
+        lookups = lookups if n <= 3 else [*lookups[:2], r"\ldots", lookups[-1]]
+        formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
+                r",\ ".join(lookups) + rf",\quad X \in \mathbb{{R}}^{{{n} \times {d}}}")
 
-# --- 1. Text to token IDs -------------------------------------------------------------
-st.subheader(t("tokens.ids_title"))
-text = read_text("text", Q1)
-with st.container(horizontal=True):
-    st.button(t("tokens.use_q1"), on_click=set_text, args=(Q1,))
-    st.button(t("tokens.use_q2"), on_click=set_text, args=(Q2,))
-enc = vocab.encode(text)
-if enc.unknown:
-    unknown = " ".join(f"「{plain(c)}」" for c in enc.unknown)
-    st.warning(t("tokens.unknown", chars=unknown, id=UNK_ID),
-               icon=":material/help:")
-labels = list(enc.tokens)
-if labels:
-    st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]],
-                          index=[t("tokens.row_token"), t("tokens.row_id")],
-                          columns=[str(i) for i in range(len(labels))]))
-st.caption(t("tokens.vocab_note", v=len(vocab), n=len(labels)))
-with st.expander(t("tokens.vocab_all", v=len(vocab))):
-    st.dataframe(pd.DataFrame({t("tokens.row_id"): range(len(vocab)),
-                               t("tokens.row_token"): vocab.tokens}), hide_index=True)
-
-# --- 2. Each ID selects a row: X [N, d] ------------------------------------------------
-st.subheader(t("tokens.lookup_title"))
-c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
-d = c_d.slider(t("tokens.d_label"), *D_RANGE, 8, key="d", bind="query-params")
-seed = c_seed.number_input(t("tokens.seed_label"), *SEED_RANGE, 0, key="seed",
-                           bind="query-params")
-# A toggle, not a radio: the URL then holds true/false, the same in both languages.
-sin = c_sin.toggle(t("tokens.sin_label"), key="sin", bind="query-params")
-kind = KINDS[1] if sin else KINDS[0]
-random_weights_note()
-E, P = tables(len(vocab), int(d), int(seed), kind)
-cols = [str(j) for j in range(int(d))]
-z = {"colorscale": "RdBu", "zmin": -3, "zmax": 3}
-try:
-    trace = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
-except TinyformerError as error:
-    model_error(error)
-    trace = None
-
-if trace is not None and labels:
-    used = sorted(set(enc.ids))
-    st.markdown(t("tokens.x_lead", v=len(vocab), d=int(d), k=len(used), n=len(labels)))
-    c_e, c_x = st.columns(2)
-    with c_e:
-        st.markdown(f"**{t('tokens.e_table', k=len(used), v=len(vocab), d=int(d))}**")
-        heatmap(E[used], cols, [f"{i} · {vocab.tokens[i]}" for i in used], key="table_map",
-                explain=lambda r, j: t("tokens.cell_table", id=used[r], j=j,
-                                       tok=vocab.tokens[used[r]], value=num(E[used[r], j])), **z)
-    with c_x:
-        st.markdown(f"**{t('tokens.x_table', n=len(labels), d=int(d))}**")
-        heatmap(trace.rows, cols, labels, key="x_map", explain=lambda i, j: t(
-            "tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i], j=j,
-            value=num(trace.rows[i, j])), **z)
-    shown = [*range(min(3, len(labels) - 1)), len(labels) - 1]  # x_0, x_1, x_2, ..., x_{N-1}
-    lookups = [f"x_{{{i}}} = E[{enc.ids[i]}]" for i in shown]
-    if len(labels) > 4:
-        lookups.insert(-1, r"\ldots")
-    formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
-            r",\ ".join(lookups)
-            + rf",\quad X \in \mathbb{{R}}^{{{len(labels)} \times {int(d)}}}")
-
-    # --- 3. Positions -------------------------------------------------------------------
-    st.subheader(t("tokens.pos_title"))
-    st.markdown(t(f"tokens.pos_lead_{kind}"))
-    pos_labels = [t("tokens.pos_n", i=i) for i in range(len(labels))]
-    c_p, c_sum = st.columns(2)
-    with c_p:
-        st.markdown(f"**{t('tokens.p_table', n=len(labels), d=int(d))}**")
-        p_key = {"learned": ("learned", "learned"), "sinusoidal": ("sin", "cos")}[kind]
-        heatmap(trace.positions, cols, pos_labels, key="p_map", explain=lambda i, j: t(
-            f"tokens.cell_p_{p_key[j % 2]}", i=i, j=j, two_k=j - j % 2, d=int(d),
-            value=num(trace.positions[i, j])), **z)
-    with c_sum:
-        st.markdown(f"**{t('tokens.sum_table', n=len(labels), d=int(d))}**")
-        heatmap(trace.summed, cols, labels, key="sum_map", explain=lambda i, j: t(
-            "tokens.cell_sum", i=i, tok=labels[i], j=j, x=num(trace.rows[i, j]),
-            p=term(trace.positions[i, j], 3), value=num(trace.summed[i, j])), **z)
-    formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
-            rf"(X + P)_{{0,0}} = E[{enc.ids[0]}]_0 + P[0]_0 = {num(trace.rows[0, 0])} + "
-            rf"{term(trace.positions[0, 0], 3)} = {num(trace.summed[0, 0])}")
-
-# --- 4. The same token in both questions -------------------------------------------------
-st.subheader(t("tokens.same_title"))
-st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
-q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
-same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
-                  q2.tokens, embed(torch.tensor(q2.ids), E, P))
-view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
-twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
-        for tok, _, w, pos in view.rows]
-c_before, c_after = st.columns(2)
-with c_before:
-    st.markdown(f"**{t('tokens.before')}**")
-    heatmap(view.before, cols, twin, key="before_map", **z, explain=lambda r, j: t(
-        "tokens.cell_before", who=twin[r], id=view.rows[r][1], j=j,
-        value=num(view.before[r, j])))
-with c_after:
-    st.markdown(f"**{t('tokens.after')}**")
-    heatmap(view.after, cols, twin, key="after_map", **z, explain=lambda r, j: t(
-        "tokens.cell_after", who=twin[r], id=view.rows[r][1], pos=view.rows[r][3], j=j,
-        x=num(view.before[r, j]), p=term(P[view.rows[r][3], j], 3), value=num(view.after[r, j])))
-st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)),
-             gap_before=num(same.gap_rows), gap_after=num(same.gap_summed),
-             pa=same.start_a, pb=same.start_b), icon=":material/compare_arrows:")
-
-# --- 5. A batch: left padding ----------------------------------------------------------
-st.subheader(t("tokens.batch_title"))
-st.markdown(t("tokens.batch_lead"))
-text2 = read_text("text2", Q2)
-batch = vocab.batch_encode([text, text2])
-n_batch = batch.ids.shape[1]
-if n_batch:
-    rows, names = [], []
-    for row, (toks, ids, valid) in enumerate(zip(batch.tokens, batch.ids.tolist(),
-                                                  batch.valid.int().tolist(), strict=True)):
-        rows += [list(toks), [str(i) for i in ids], [str(v) for v in valid]]
-        names += [t(f"tokens.batch_{what}", b=row + 1) for what in ("tokens", "ids", "valid")]
-    # A plain table: a pandas Styler to grey the padding cost ~40 ms a rerun.
-    st.table(pd.DataFrame(rows, index=names, columns=[str(i) for i in range(n_batch)]))
-    formula(r"\mathrm{ids} \in \mathbb{Z}^{B \times N},\ \mathrm{valid} \in \{0,1\}^{B \times N}",
-            rf"B = 2,\ N = {n_batch}")
-st.info(t("tokens.batch_note", n=n_batch, pads=batch.n_padding),
-        icon=":material/visibility_off:")
-
-predict_then_reveal(
-    "tokens", t("tokens.ex_question"),
-    [t("tokens.ex_a"), t("tokens.ex_b"), t("tokens.ex_c"), t("tokens.ex_d")], correct=2,
-    explanation=t("tokens.ex_explain", id=vocab.id_of("运")),
-)
-footer_nav(stage)
+        # --- 3. Positions ------------------------------------------------------------------
+        st.subheader(t("tokens.pos_title"))
+        st.markdown(t(f"tokens.pos_lead_{kind}", rows=MAX_LEN))
+        side_by_side(
+            (t("tokens.p_table", n=n, d=d), tr.positions,
+             [t("tokens.pos_n", i=i) for i in range(n)], "p_map",
+             lambda i, j: p_cell(i, j, tr.positions[i, j], kind, d)),
+            (t("tokens.sum_table", n=n, d=d), tr.summed, labels, "sum_map",
+             lambda i, j: explain.sum_of(t("tokens.cell_sum", i=i, tok=labels[i]),
+                                         cell("(X+P)", i, j),
+                                         [tr.rows[i, j], tr.positions[i, j]], tr.summed[i, j])))
+        formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
+                rf"(X + P)_{{0,0}} = E_{{{enc.ids[0]},0}} + P_{{0,0}} = {num(tr.rows[0, 0])} + "
+                rf"{term(tr.positions[0, 0], 3)} = {num(tr.summed[0, 0])}")
+    # --- 4. The same token in both questions ---------------------------------------------
+    q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
+    same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
+                      q2.tokens, embed(torch.tensor(q2.ids), E, P))
+    yun, pa, pb, gap = same.ids[0], same.start_a, same.start_b, same.difference[0, 0]
+    number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
+        t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + P_{{{pb},0}})"
+        rf" = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)} = {num(gap)}"))
+    st.subheader(t("tokens.same_title"))
+    st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
+    view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
+    twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
+            for tok, _, w, pos in view.rows]
+    side_by_side(
+        (t("tokens.before"), view.before, twin, "before_map", lambda r, j: looked_up(
+            t("tokens.cell_before", who=twin[r]), [cell("E", view.rows[r][1], j)],
+            view.before[r, j])),
+        (t("tokens.after"), view.after, twin, "after_map", lambda r, j: explain.sum_of(
+            t("tokens.cell_after", who=twin[r]), cell("(X+P)", view.rows[r][3], j),
+            [view.before[r, j], P[view.rows[r][3], j]], view.after[r, j])))
+    st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)), pa=pa, pb=pb,
+                 gap_before=num(same.gap_rows), gap_after=num(same.gap_summed)),
+               icon=":material/compare_arrows:")
+    # --- 5. A batch: left padding ---------------------------------------------------------
+    st.subheader(t("tokens.batch_title"))
+    st.markdown(t("tokens.batch_lead"))
+    second = text("text2", t("tokens.text2_label", limit=MAX_LEN), Q2, MAX_LEN)
+    batch = vocab.batch_encode([sentence, second])
+    rows = {t(f"tokens.batch_{name}", b=b + 1): values for b in range(2) for name, values in
+            (("tokens", batch.tokens[b]), ("ids", batch.ids[b].tolist()),
+             ("valid", batch.valid[b].int().tolist()))}  # 1 = a real token, 0 = padding
+    st.table(pd.DataFrame.from_dict(rows, orient="index").astype(str))
+    st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
+            icon=":material/visibility_off:")

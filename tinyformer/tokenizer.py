@@ -204,7 +204,7 @@ def embed(ids: torch.Tensor, table: torch.Tensor, positions: torch.Tensor) -> Em
     """Look ``ids`` [..., N] up in ``table`` [V, d], then add ``positions[:N]`` [N, d].
 
     The same ID gives the same row wherever it stands; only the added position row
-    tells two occurrences apart. N beyond the position table is an error.
+    tells two occurrences apart. N = 0 and N beyond the position table are errors.
     """
     ids = torch.as_tensor(ids, dtype=torch.int64)
     if table.dim() != 2 or positions.dim() != 2 or table.shape[1] != positions.shape[1]:
@@ -218,6 +218,8 @@ def embed(ids: torch.Tensor, table: torch.Tensor, positions: torch.Tensor) -> Em
     if ids.dim() == 0:
         raise ShapeError("tokens_ids_shape", "ids must be [..., N], got a scalar")
     n = ids.shape[-1]
+    if n == 0:  # nothing to look up: an empty text, or a batch of empty texts
+        raise ShapeError("tokens_empty", "there are no tokens to embed")
     if n > positions.shape[0]:
         raise ShapeError(
             "tokens_too_long",
@@ -252,6 +254,12 @@ class SamePiece:
     summed_b: torch.Tensor  # [k, d] rows + positions in text b
     gap_rows: float  # max |rows_a - rows_b|: 0 for the same tokens
     gap_summed: float  # max |summed_a - summed_b|: > 0 unless the positions coincide
+
+    @property
+    def difference(self) -> torch.Tensor:
+        """[k, d] summed_a - summed_b: with the same E rows, exactly the position rows'
+        difference P[start_a + t] - P[start_b + t]."""
+        return self.summed_a - self.summed_b
 
     def side_by_side(self) -> SideBySide:
         """Rows interleaved as (token 0 in a, token 0 in b, token 1 in a, ...)."""

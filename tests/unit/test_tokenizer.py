@@ -172,3 +172,24 @@ def test_embed_errors_carry_keys(vocab: CharVocab) -> None:
 def test_find_locates_a_run_of_tokens() -> None:
     assert find(list("运费运费"), "费运") == 1
     assert find(list("运费"), "谁") == -1
+
+
+def test_same_piece_difference_is_the_position_rows_difference(vocab: CharVocab) -> None:
+    # 运 stands at 8 in Q1 and at 6 in Q2: E cancels and only P[8] - P[6] is left.
+    table, pos = random_table(len(vocab), 8, 0), position_table("sinusoidal", 32, 8)
+    a, b = vocab.encode(Q1), vocab.encode(Q2)
+    same = same_piece("运费", a.tokens, embed(torch.tensor(a.ids), table, pos),
+                      b.tokens, embed(torch.tensor(b.ids), table, pos))
+    assert torch.equal(same.difference, same.summed_a - same.summed_b)
+    torch.testing.assert_close(same.difference, sinusoidal(10, 8)[8:10] - sinusoidal(8, 8)[6:8])
+    # sin(8) - sin(6) = 0.989 - (-0.279) = 1.269: the stage 1 exercise with sinusoidal positions
+    assert float(same.difference[0, 0]) == pytest.approx(1.2687, abs=1e-4)
+
+
+def test_an_empty_text_has_nothing_to_embed(vocab: CharVocab) -> None:
+    table, pos = random_table(len(vocab), 4, 0), position_table("learned", 32, 4, 0)
+    with pytest.raises(ShapeError) as err:
+        embed(torch.tensor(vocab.encode("").ids, dtype=torch.int64), table, pos)
+    assert err.value.key == "tokens_empty"
+    with pytest.raises(ShapeError):
+        embed(vocab.batch_encode(["", ""]).ids, table, pos)  # [2, 0]
