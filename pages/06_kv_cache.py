@@ -1,0 +1,114 @@
+"""Stage 6.2: the K/V cache a decoder keeps while generating, in bytes, and what sharing
+K/V heads (GQA, MQA) saves."""
+
+import pandas as pd
+import streamlit as st
+
+from tinyformer.kv_cache import (
+    PRESETS,
+    binary_size,
+    cache_ratio,
+    gqa_saving,
+    in_unit,
+    kv_cache_size,
+    preset_caches,
+)
+from ui.charts import bars
+from ui.exercise import choice_exercise, number_exercise
+from ui.fmt import short
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, number
+from ui.notes import shown_errors
+from ui.page import stage_page
+
+BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
+SYMBOLS = r"L \times H_{kv} \times d_{head} \times N \times 2 \times b"
+
+
+def human(n_bytes: int) -> str:
+    """1 GiB, 128 KiB, 4.438 GiB: the largest binary unit, without trailing zeros."""
+    value, unit = binary_size(n_bytes)
+    return f"{short(value)} {unit}"
+
+
+def exact(n_bytes: int) -> str:
+    return f"{n_bytes:,}"
+
+
+def product(sizes: tuple[int, ...], total: int) -> str:
+    """The cache formula with the numbers in: 32 × 8 × ... = 1{,}073{,}741{,}824."""
+    return (r" \times ".join(str(s) for s in sizes) + f" = {exact(total)}").replace(",", "{,}")
+
+
+def apply_preset(name: str) -> None:
+    p = PRESETS[name]
+    st.session_state.update({"kvcache.L": p.layers, "kvcache.qh": p.n_heads,
+                             "kvcache.kvh": p.n_kv_heads, "kvcache.hd": p.head_dim})
+
+
+with stage_page("kvcache"):
+    choice_exercise("stored", t("kvcache.ex_question"),
+                    [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
+                    explanation=t("kvcache.ex_explain"))
+    worked = kv_cache_size(32, 8, 128, 8192, 2)  # Llama-3-8B at 8192 tokens, FP16
+    number_exercise(
+        "gib", t("kvcache.ex2_question"), in_unit(worked.total_bytes, "GiB"),
+        t("kvcache.ex2_steps", total=exact(worked.total_bytes), gib=human(worked.total_bytes))
+        + f"\n\n$$S_{{KV}} = {product((32, 8, 128, 8192, 2, 2), worked.total_bytes)}$$",
+        tolerance=0.01, decimals=2)
+
+    st.subheader(t("kvcache.what_title"))
+    st.markdown(t("kvcache.what"))
+    formula(r"S_{KV} = " + SYMBOLS)
+    st.caption(t("kvcache.symbols"))
+
+    st.subheader(t("kvcache.calc_title"))
+    st.markdown(t("kvcache.presets_lead"))
+    with st.container(horizontal=True):
+        for name in PRESETS:
+            st.button(name, on_click=apply_preset, args=(name,), key=f"_kvcache.preset.{name}")
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        layers = number("L", t("kvcache.layers"), 1, 1000, 32)
+    with c2:
+        q_heads = number("qh", t("kvcache.q_heads"), 1, 1024, 32)
+    with c3:
+        kv_heads = number("kvh", t("kvcache.kv_heads"), 1, 1024, 8)
+    with c4:
+        head_dim = number("hd", t("kvcache.head_dim"), 1, 1024, 128)
+    c5, c6 = st.columns([3, 1])
+    with c5:
+        seq = number("seq", t("kvcache.seq"), 1, 1_048_576, 8192, gesture="both")
+    with c6:
+        nbytes = choice("bytes", t("kvcache.bytes"), list(BYTES), 2, widget="select",
+                        format_func=lambda b: f"{b} ({BYTES[b]})")
+    with shown_errors():
+        sv = gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes)
+        formula(r"S_{KV} = " + SYMBOLS,
+                product((layers, kv_heads, head_dim, seq, 2, nbytes), sv.cache.total_bytes))
+        m1, m2, m3 = st.columns(3)
+        m1.metric(t("kvcache.cache_this", kv=kv_heads), human(sv.cache.total_bytes))
+        m2.metric(t("kvcache.cache_mha", q=q_heads), human(sv.mha_cache.total_bytes))
+        m3.metric(t("kvcache.cache_ratio"), str(sv.ratio))
+        st.markdown(t("kvcache.exact", total=exact(sv.cache.total_bytes),
+                      mha=exact(sv.mha_cache.total_bytes),
+                      per_token=exact(sv.cache.bytes_per_token),
+                      per_token_h=human(sv.cache.bytes_per_token)))
+        st.success(t(f"kvcache.saving_{sv.kind}", kv=kv_heads, q=q_heads, ratio=str(sv.ratio),
+                     saved=str(sv.saved), saved_bytes=exact(sv.saved_bytes),
+                     saved_h=human(sv.saved_bytes)), icon=":material/savings:")
+    st.caption(t("kvcache.batch_note"))
+
+    st.subheader(t("kvcache.compare_title", n=exact(seq), b=nbytes))
+    caches = preset_caches(seq, nbytes)
+    bars(list(caches), {t("kvcache.mib"): [in_unit(c.total_bytes, "MiB") for c in caches.values()]},
+         key="presets", y_title=t("kvcache.mib"))
+    llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
+    ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
+    st.markdown(t("kvcache.compare_note", ratio=str(ratio)))
+    st.table(pd.DataFrame(
+        [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes),
+          p.source] for p in PRESETS.values()],
+        columns=[t(f"kvcache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes",
+                                                 "source")]))
