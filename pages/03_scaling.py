@@ -1,136 +1,145 @@
 """Stage 3: scores are dot products; dividing by sqrt(d_k) keeps their size steady."""
 
-import plotly.graph_objects as go
+import math
+
 import streamlit as st
 import torch
 
-from tinyformer.errors import TinyformerError
-from tinyformer.scaling import hand_scores, histogram, scaling_experiment
-from ui.exercise import predict_then_reveal
+from tinyformer import scaling
+from ui.charts import lines
+from ui.exercise import choice_exercise, number_exercise
 from ui.figures import matrix_frame
 from ui.fmt import dot_terms, latex_vec, num, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs
-from ui.i18n import t
-from ui.notes import model_error
-from ui.page import footer_nav, header, setup_page
+from ui.i18n import LANG_PARAM, current_lang, t
+from ui.inputs import choice, matrix_input, number
+from ui.page import stage_label, stage_page
+from ui.stages import by_id
 
-stage = setup_page("scaling")
-header(stage)
-
-DK_CHOICES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-PAIR_CHOICES = [1000, 2000, 5000, 10000, 20000]
-KEYS = 8  # keys per query: one row of the score table
-COLOURS = {"raw": "#e8590c", "scaled": "#3b5bdb"}
+DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
 
 
-@st.cache_data(max_entries=256)
-def run(d_k: int, n_pairs: int, seed: int) -> dict:
-    """One experiment as plain numbers (cheap to cache and to copy)."""
-    exp = scaling_experiment(d_k, n_pairs, torch.Generator().manual_seed(seed), KEYS)
-    hist = histogram([exp.raw, exp.scaled], bins=60)
-    return {"n": exp.n_pairs, "raw": exp.raw_spread,
-            "scaled": exp.scaled_spread, "top": (exp.mean_top_raw, exp.mean_top_scaled),
-            "grad": (exp.mean_grad_raw, exp.mean_grad_scaled), "outside": exp.scaled_outside_unit,
-            "centres": hist.centres.tolist(), "width": float(hist.edges[1] - hist.edges[0]),
-            "counts": [c.tolist() for c in hist.counts]}
+@st.cache_resource(max_entries=8)
+def sweep(seed: int):
+    """One experiment per d_k, all from the same seed (shared by every session)."""
+    return scaling.saturation_sweep(list(DK_CHOICES), PAIRS, seed, KEYS)
 
 
-@st.cache_data(max_entries=64)
-def sweep(n_pairs: int, seed: int) -> list[tuple[float, float]]:
-    """Mean largest weight (unscaled, scaled) for every d_k choice: one cache look-up."""
-    return [run(d_k, n_pairs, seed)["top"] for d_k in DK_CHOICES]
+def stage_link(stage_id: str) -> None:  # KIT: a link to another stage, in this language
+    stage = by_id(stage_id)
+    st.page_link(stage.path, label=stage_label(stage), icon=stage.icon,
+                 query_params={LANG_PARAM: current_lang()})
 
 
-# --- By hand: q = [1, 0] against k_A = [1, 0] and k_B = [0, 1] -----------------------
-st.subheader(t("scaling.hand_title"))
-q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
-hand = hand_scores(q, torch.stack([k_a, k_b]))
-st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
-formula(r"s_j = q \cdot k_j",
-        rf"s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])},\quad "
-        rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}")
-st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
-formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
-        rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
-        rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = {latex_vec(hand.scaled)}")
-st.markdown(f"**3 · {t('scaling.step_softmax')}**")
-st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw), scaled=vec(hand.weights_scaled),
-              dk=hand.d_k))
+def places(values) -> int:  # KIT: decimals that show the smallest value to 3 digits
+    small = min((abs(float(v)) for v in values if float(v)), default=1.0)
+    return min(10, max(3, 2 - math.floor(math.log10(small))))
 
-# --- The experiment: random q, k with N(0, 1) entries ---------------------------------
-st.subheader(t("scaling.exp_title"))
-st.markdown(t("scaling.exp_lead", keys=KEYS))
-c1, c2, c3 = st.columns([3, 3, 1], vertical_alignment="bottom")
-d_k = c1.select_slider(t("scaling.d_k"), DK_CHOICES, value=64, key="dk", bind="query-params")
-n = c2.select_slider(t("scaling.pairs"), PAIR_CHOICES, value=5000, key="pairs",
-                     bind="query-params")
-seed = c3.number_input(t("scaling.seed"), 0, 9999, 0, step=1, key="sseed", bind="query-params")
-try:
-    res = run(d_k, n, int(seed))
-except TinyformerError as error:  # the widgets bound every size; kept as a safety net
-    model_error(error)
-    footer_nav(stage)
-    st.stop()
-raw, scaled = res["raw"], res["scaled"]
 
-m = st.columns(5)
-m[0].metric("d_k", d_k)
-m[1].metric(t("scaling.var_raw"), num(raw.variance))
-m[2].metric(t("scaling.var_scaled"), num(scaled.variance))
-m[3].metric(t("scaling.top_raw"), num(res["top"][0]))
-m[4].metric(t("scaling.top_scaled"), num(res["top"][1]))
+def cosine(value: float, name: str) -> str:
+    """A zero vector has no angle: the symbol stays (any angle gives 0)."""
+    return num(value) if math.isfinite(value) else rf"\cos\theta_{name}"
 
-fig = go.Figure([
-    go.Bar(x=res["centres"], y=counts, width=res["width"], name=t(f"scaling.hist_{name}"),
-           marker_color=COLOURS[name], opacity=0.6)
-    for name, counts in zip(("raw", "scaled"), res["counts"], strict=True)
-])
-fig.update_layout(barmode="overlay", height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                  title=t("scaling.hist_title", n=res["n"]), xaxis_title=t("scaling.hist_x"),
-                  yaxis_title=t("scaling.hist_y"), legend={"orientation": "h", "y": -0.25})
-st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch")
 
-st.markdown(f"**{t('scaling.why_title')}** — {t('scaling.why')}")
-formula(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
-        r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
-st.caption(t("scaling.measured", n=res["n"]))
-st.latex(rf"{num(raw.variance)} \approx {d_k},\qquad {num(scaled.variance)} \approx 1")
+with stage_page("scaling"):
+    # --- By hand: q = [1, 0] against k_A = [1, 0] and k_B = [0, 1] -------------------
+    st.subheader(t("scaling.hand_title"))
+    q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
+    hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
+    st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
+    formula(r"s_j = q \cdot k_j",
+            rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])} \\ "
+            rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}\end{{gathered}}")
+    st.markdown(t("scaling.length_note"))
+    formula(r"q \cdot k = |q|\,|k|\cos\theta", r"\begin{gathered}" + r" \\ ".join(
+        rf"s_{n} = {num(hand.q_norm)} \cdot {num(hand.key_norms[i])} \cdot "
+        rf"{cosine(float(hand.cosines[i]), n)} = {num(hand.scores[i])}"
+        for i, n in enumerate("AB")) + r"\end{gathered}")
+    st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
+    formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
+            rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
+            rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = "
+            rf"{latex_vec(hand.scaled)}")
+    st.markdown(f"**3 · {t('scaling.step_softmax')}** — {t('scaling.softmax_preview')}")
+    stage_link("softmax")
+    st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
+                  scaled=vec(hand.weights_scaled), dk=hand.d_k))
 
-st.markdown(f"**{t('scaling.table_title')}**")
-rows = [(t("scaling.row_mean"), raw.mean, scaled.mean),
-        (t("scaling.row_var"), raw.variance, scaled.variance),
-        (t("scaling.row_std"), raw.std, scaled.std),
-        (t("scaling.row_min"), raw.min, scaled.min), (t("scaling.row_max"), raw.max, scaled.max),
-        (t("scaling.row_top", keys=KEYS), *res["top"]), (t("scaling.row_grad"), *res["grad"])]
-st.table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"), t("scaling.col_scaled")],
-                      [r[0] for r in rows]))
-st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max), count=res["outside"],
-          n=res["n"]), icon=":material/straighten:")
+    # --- Why the variance is d_k: predict first, then derive, then measure ----------
+    st.subheader(t("scaling.why_title"))
+    number_exercise("var", t("scaling.ex_var_question"), 256.0, t("scaling.ex_var_steps"),
+                    tolerance=0.5, decimals=1)
+    st.markdown(t("scaling.why"))
+    formula(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
+            r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 
-# --- The largest softmax weight as d_k grows ------------------------------------------
-st.subheader(t("scaling.sweep_title"))
-st.markdown(t("scaling.sweep_lead", keys=KEYS, uniform=num(1 / KEYS)))
-tops = sweep(n, int(seed))
-fig = go.Figure([
-    go.Scatter(x=DK_CHOICES, y=[top[i] for top in tops], mode="lines+markers",
-               name=t(f"scaling.hist_{name}"), marker_color=COLOURS[name])
-    for i, name in enumerate(("raw", "scaled"))
-])
-fig.add_hline(y=1 / KEYS, line_dash="dot", annotation_text=t("scaling.sweep_uniform"))
-fig.add_vline(x=d_k, line_dash="dash", line_color="#868e96")
-fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 20, "b": 10},
-                  xaxis={"type": "log", "title": t("scaling.sweep_x"), "tickvals": DK_CHOICES},
-                  yaxis={"range": [0, 1.05], "title": t("scaling.sweep_y")},
-                  legend={"orientation": "h", "y": -0.3})
-st.plotly_chart(fig, config={"displayModeBar": False}, width="stretch")
-st.warning(t("scaling.onehot_note", dk=d_k, top_raw=num(res["top"][0]),
-             top_scaled=num(res["top"][1]), grad_raw=num(res["grad"][0]),
-             grad_scaled=num(res["grad"][1])), icon=":material/bolt:")
+    st.subheader(t("scaling.exp_title"))
+    exercise = st.container()  # predict first: filled once the sweep is measured
+    st.markdown(t("scaling.exp_lead", keys=KEYS, rows=f"{PAIRS // KEYS:,}", pairs=f"{PAIRS:,}"))
+    left, right = st.columns([4, 1], vertical_alignment="bottom")
+    with left:
+        d_k = choice("dk", t("scaling.d_k"), DK_CHOICES, 64, widget="slider")
+    with right:
+        seed = number("seed", t("scaling.seed"), 0, 9999, 0, help=t("scaling.seed_help"))
+    runs = sweep(seed)
+    with exercise:
+        choice_exercise("sat", t("scaling.ex_sat_question"),
+                        [t("scaling.ex_sat_grows"), t("scaling.ex_sat_stays"),
+                         t("scaling.ex_sat_falls")], correct=1,
+                        explanation=t("scaling.ex_sat_explain",
+                                      worst=num(max(runs.saturated_scaled)),
+                                      top=num(runs.saturated_raw[-1]), dk=DK_CHOICES[-1]))
+    exp = runs.at(d_k)
+    raw, scaled = exp.raw_spread, exp.scaled_spread
+    st.caption(t("scaling.measured", n=f"{exp.n_pairs:,}"))
+    formula(r"\operatorname{Var}(q\cdot k) \approx d_k,\qquad "
+            r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) \approx 1",
+            rf"{num(raw.variance)} \approx {d_k},\qquad {num(scaled.variance)} \approx 1")
+    hist = scaling.histogram([exp.raw, exp.scaled], bins=60)
+    lines(hist.centres.tolist(), {t("scaling.hist_raw"): hist.counts[0].tolist(),
+                                  t("scaling.hist_scaled"): hist.counts[1].tolist()},
+          key="hist", x_title=t("scaling.hist_x"), y_title=t("scaling.hist_y"), table=False)
+    rows = [(t("scaling.row_mean"), raw.mean, scaled.mean),
+            (t("scaling.row_var"), raw.variance, scaled.variance),
+            (t("scaling.row_std"), raw.std, scaled.std),
+            (t("scaling.row_min"), raw.min, scaled.min),
+            (t("scaling.row_max"), raw.max, scaled.max),
+            (t("scaling.row_top", keys=KEYS), exp.mean_top_raw, exp.mean_top_scaled),
+            (t("scaling.row_sat"), exp.saturated_raw, exp.saturated_scaled)]
+    st.table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"),
+                          t("scaling.col_scaled")], [r[0] for r in rows]))
+    st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max),
+              count=f"{exp.scaled_outside_unit:,}", n=f"{exp.n_pairs:,}"),
+            icon=":material/straighten:")
 
-predict_then_reveal(
-    "scaling", t("scaling.ex_question"),
-    [t("scaling.ex_1"), t("scaling.ex_16"), t("scaling.ex_256")], correct=2,
-    explanation=t("scaling.ex_explain"),
-)
-footer_nav(stage)
+    # --- Saturation: the share of nearly one-hot rows as d_k grows -------------------
+    st.subheader(t("scaling.sat_title"))
+    st.markdown(t("scaling.sat_lead", threshold=scaling.SATURATED, keys=KEYS,
+                  rows=f"{exp.n_queries:,}"))
+    shares = {t("scaling.hist_raw"): runs.saturated_raw,
+              t("scaling.hist_scaled"): runs.saturated_scaled}
+    # KIT: no mark at the current d_k: lines() places marks at x, but a log axis wants log10(x)
+    lines(list(DK_CHOICES), shares, key="sat", log_x=True, markers=True, y_range=(0, 1),
+          x_title="d_k", y_title=t("scaling.sat_y"), table=False)
+    with st.expander(t("kit.as_table")):  # KIT: lines' table twin writes d_k as 64.000
+        st.table(matrix_frame(list(shares.values()), [str(d) for d in DK_CHOICES], list(shares)))
+    st.warning(t("scaling.sat_note", dk=d_k, raw=f"{exp.n_saturated_raw:,}",
+                 scaled=f"{exp.n_saturated_scaled:,}", rows=f"{exp.n_queries:,}",
+                 share_raw=num(exp.saturated_raw), share_scaled=num(exp.saturated_scaled)),
+               icon=":material/bolt:")
+
+    # --- One gap of 10 is enough: softmax of two scores and its derivative -----------
+    st.markdown(f"**{t('scaling.gap_title')}**")
+    pair = matrix_input("pair", t("scaling.pair"), [30, 20], sliders=True,
+                        slider_range=(-40.0, 40.0), slider_labels=["s₁", "s₂"])
+    row, even = scaling.softmax_sensitivity(pair), scaling.softmax_sensitivity(torch.zeros(2))
+    places_ = places([*row.weights, row.jacobian_norm])
+    formula(r"a = \mathrm{softmax}(s),\qquad \Big\| \frac{\partial a}{\partial s} \Big\|_F"
+            r" = 2\,a_1 a_2",
+            rf"a = {latex_vec(row.weights, places_)},\qquad "
+            rf"\Big\| \frac{{\partial a}}{{\partial s}} \Big\|_F = "
+            rf"{num(row.jacobian_norm, places_)}")
+    st.markdown(t("scaling.gap_note", norm=num(row.jacobian_norm, places_),
+                  even=num(even.jacobian_norm)))

@@ -13,10 +13,13 @@ from hypothesis import strategies as st
 from tinyformer.attention import scaled_dot_product_attention
 from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.scaling import (
+    SATURATED,
     hand_scores,
     histogram,
+    saturation_sweep,
     scaling_experiment,
     softmax_jacobian_norm,
+    softmax_sensitivity,
     spread,
 )
 
@@ -39,6 +42,31 @@ def test_hand_example_worked_numbers() -> None:
     assert [round(v, 3) for v in hand.scaled.tolist()] == [0.707, 0.0]
     assert [round(v, 3) for v in hand.weights_scaled.tolist()] == [0.670, 0.330]
     assert [round(v, 3) for v in hand.weights_raw.tolist()] == [0.731, 0.269]
+
+
+def test_hand_example_lengths_and_cosines() -> None:
+    """q·k = |q| |k| cos θ: the score grows with length, the cosine does not."""
+    keys = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    unit = hand_scores(torch.tensor([1.0, 0.0], dtype=torch.float64), keys)
+    long = hand_scores(torch.tensor([3.0, 0.0], dtype=torch.float64), keys)
+    assert unit.q_norm == 1.0 and long.q_norm == 3.0
+    assert unit.key_norms.tolist() == [1.0, 1.0]
+    assert unit.cosines.tolist() == long.cosines.tolist() == [1.0, 0.0]
+    assert long.scores.tolist() == [3.0, 0.0]  # three times the score, the same cosine
+    g = gen(8)
+    q, k = torch.randn(3, generator=g, dtype=torch.float64), torch.randn(
+        4, 3, generator=g, dtype=torch.float64)
+    hand = hand_scores(q, k)
+    expected = torch.nn.functional.cosine_similarity(q[None], k, dim=-1)
+    torch.testing.assert_close(hand.cosines, expected)
+    torch.testing.assert_close(hand.q_norm * hand.key_norms * hand.cosines, hand.scores)
+
+
+def test_cosine_of_a_zero_vector_is_undefined() -> None:
+    hand = hand_scores(torch.zeros(2, dtype=torch.float64),
+                       torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.float64))
+    assert hand.scores.tolist() == [0.0, 0.0]
+    assert all(math.isnan(c) for c in hand.cosines.tolist())
 
 
 def test_hand_scores_agree_with_attention() -> None:
@@ -104,8 +132,6 @@ def test_without_scaling_softmax_heads_for_one_hot() -> None:
     assert tops[0] < tops[1] < tops[2] and tops[2] > 0.9
     scaled = [scaling_experiment(d_k, 8000, gen(0)).mean_top_scaled for d_k in (1, 16, 512)]
     assert max(scaled) - min(scaled) < 0.1 and max(scaled) < 0.5
-    big = scaling_experiment(512, 8000, gen(0))
-    assert big.mean_grad_raw < big.mean_grad_scaled / 3  # saturated softmax: tiny gradients
 
 
 def test_scaled_scores_are_not_bounded_to_a_fixed_range() -> None:
@@ -146,6 +172,83 @@ def test_keys_per_query_error() -> None:
     with pytest.raises(ParameterError) as err:
         scaling_experiment(4, 100, gen(0), keys_per_query=1)
     assert err.value.key == "scaling_keys"
+
+
+# --- Saturation: the share of nearly one-hot rows -------------------------------------
+
+
+def test_saturated_share_counts_rows_whose_largest_weight_exceeds_the_threshold() -> None:
+    exp = scaling_experiment(64, 4000, gen(6))
+    g = gen(6)  # the same draws, recomputed independently
+    q = torch.randn(500, 64, generator=g).double()
+    k = torch.randn(500, 8, 64, generator=g).double()
+    rows = torch.einsum("qd,qkd->qk", q, k)  # [500, 8]
+    for rows_, share, count in ((rows, exp.saturated_raw, exp.n_saturated_raw),
+                                (rows / 8.0, exp.saturated_scaled, exp.n_saturated_scaled)):
+        top = torch.softmax(rows_, dim=-1).amax(-1)
+        assert count == int((top > SATURATED).sum())
+        assert share == pytest.approx(float((top > SATURATED).double().mean()))
+
+
+def test_about_a_third_of_rows_saturate_at_d_k_64_unscaled_and_none_scaled() -> None:
+    """CURRICULUM 3: measured, not assumed (seed 0, 2,000 rows of 8 keys: 785 rows)."""
+    for seed in (0, 1, 2):
+        exp = scaling_experiment(64, 16_000, gen(seed))
+        assert 0.3 < exp.saturated_raw < 0.45, exp.saturated_raw
+        assert exp.n_saturated_scaled == 0
+    assert scaling_experiment(64, 16_000, gen(0)).n_saturated_raw == 785
+
+
+def test_sweep_points_are_the_single_experiments() -> None:
+    d_ks = [1, 16, 64, 512]
+    sweep = saturation_sweep(d_ks, 8000, seed=3)
+    for d_k, raw, scaled in zip(d_ks, sweep.saturated_raw, sweep.saturated_scaled, strict=True):
+        single = scaling_experiment(d_k, 8000, gen(3))
+        assert (raw, scaled) == (single.saturated_raw, single.saturated_scaled)
+        assert torch.equal(sweep.at(d_k).raw, single.raw)
+    # Without scaling the share climbs with d_k; with scaling it stays near 0.
+    assert sweep.saturated_raw == sorted(sweep.saturated_raw) and sweep.saturated_raw[-1] > 0.6
+    assert max(sweep.saturated_scaled) < 0.01
+    # At d_k = 1 dividing by sqrt(1) changes nothing: both shares are the same.
+    assert sweep.saturated_raw[0] == sweep.saturated_scaled[0]
+
+
+def test_sweep_bounds() -> None:
+    with pytest.raises(ParameterError) as err:
+        saturation_sweep([], 100, 0)
+    assert err.value.key == "scaling_sweep"
+    with pytest.raises(ParameterError):
+        saturation_sweep(list(range(1, 18)), 100, 0)
+
+
+# --- Softmax of one row and its Jacobian ----------------------------------------------
+
+
+def test_scores_30_and_20_give_a_nearly_one_hot_row() -> None:
+    row = softmax_sensitivity(torch.tensor([30.0, 20.0]))
+    assert round(float(row.weights[0]), 5) == 0.99995
+    assert float(row.weights[1]) == pytest.approx(4.54e-5, rel=1e-3)
+    a1, a2 = row.weights.tolist()
+    assert row.jacobian_norm == pytest.approx(2 * a1 * a2)  # 0.0000908
+    assert row.jacobian_norm == pytest.approx(9.08e-5, rel=1e-3)
+    assert softmax_sensitivity(torch.zeros(2)).jacobian_norm == pytest.approx(0.5)
+
+
+def test_softmax_sensitivity_against_autograd() -> None:
+    scores = torch.randn(5, generator=gen(2), dtype=torch.float64) * 2
+    row = softmax_sensitivity(scores)
+    jac = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), scores)
+    torch.testing.assert_close(row.jacobian, jac)
+    torch.testing.assert_close(row.weights, torch.softmax(scores, -1))
+    assert row.jacobian_norm == pytest.approx(float(softmax_jacobian_norm(row.weights)))
+
+
+@pytest.mark.parametrize("scores", [torch.ones(1), torch.ones(2, 2),
+                                    torch.tensor([1.0, float("inf")])])
+def test_softmax_sensitivity_rejects_bad_rows(scores: torch.Tensor) -> None:
+    with pytest.raises(ShapeError) as err:
+        softmax_sensitivity(scores)
+    assert err.value.key == "scaling_row"
 
 
 # --- Histogram -------------------------------------------------------------------------
