@@ -1,0 +1,156 @@
+"""Byte-level BPE from Hugging Face tokenizers: round trips, merges, readable bytes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import pre_tokenizers
+
+from tinyformer.bpe import (
+    DEFAULT_VOCAB_SIZE,
+    MAX_TEXT_CHARS,
+    corpus_bpe,
+    display_bytes,
+    display_token,
+    token_bytes,
+    train_bpe,
+)
+from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, all_examples
+from tinyformer.errors import ParameterError
+
+CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+ANY_BUT_SURROGATES = st.characters(exclude_categories=("Cs",))  # surrogates have no UTF-8
+MIXED = st.one_of(CHINESE, st.sampled_from("，。？！ 　\n\tabcAB12😀é"), ANY_BUT_SURROGATES)
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    return corpus_bpe()
+
+
+@pytest.mark.parametrize("text", [RUNNING_EXAMPLE, TWIN, "运费", "", "我买的手机坏了 😀 ok\n"])
+def test_decode_encode_gives_the_text_back(bpe, text: str) -> None:
+    assert bpe.decode(bpe.encode(text).ids) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=CHINESE, max_size=40))
+def test_round_trip_for_any_chinese_text(text: str) -> None:
+    bpe = corpus_bpe()
+    assert bpe.decode(bpe.encode(text).ids) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=MIXED, max_size=40))
+def test_round_trip_for_mixed_text_and_the_bytes_add_up(text: str) -> None:
+    bpe = corpus_bpe()
+    enc = bpe.encode(text)
+    assert bpe.decode(enc.ids) == text
+    assert b"".join(token_bytes(t) for t in enc.tokens) == text.encode("utf-8")
+    assert list(enc.n_bytes) == [len(token_bytes(t)) for t in enc.tokens]
+
+
+def test_every_corpus_text_round_trips(bpe) -> None:
+    for ex in all_examples():
+        assert bpe.decode(bpe.encode(ex.text).ids) == ex.text
+
+
+def test_training_is_deterministic() -> None:
+    a, b = train_bpe(vocab_size=DEFAULT_VOCAB_SIZE), train_bpe(vocab_size=DEFAULT_VOCAB_SIZE)
+    assert a.to_str() == b.to_str()
+    assert a.merges == b.merges
+
+
+def test_merges_are_in_learning_order_and_build_the_vocabulary(bpe) -> None:
+    merges = bpe.merges
+    assert [m.rank for m in merges] == list(range(len(merges)))
+    assert 0 < len(merges) <= DEFAULT_VOCAB_SIZE - 256
+    vocab = {bpe.token(i) for i in range(bpe.vocab_size)}
+    known = {bpe.token(i) for i in range(256)}  # the single bytes come first
+    for m in merges:
+        assert m.merged == m.left + m.right and m.merged in vocab
+        assert m.left in known and m.right in known  # built only from earlier pieces
+        known.add(m.merged)
+
+
+def _pair_counts(texts: list[str]) -> Counter:
+    """Adjacent byte pairs inside the pre-tokenizer's words (where BPE may merge)."""
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    counts: Counter = Counter()
+    for text in texts:
+        for word, _ in pre.pre_tokenize_str(text):
+            counts.update(pairwise(word))
+    return counts
+
+
+def test_first_merge_is_the_most_frequent_byte_pair(bpe) -> None:
+    counts = _pair_counts([ex.text for ex in all_examples()])
+    first = bpe.merges[0]
+    assert counts[(first.left, first.right)] == max(counts.values())
+
+
+def test_without_merges_every_byte_is_a_token() -> None:
+    bytes_only = train_bpe(vocab_size=256)
+    assert bytes_only.merges == ()
+    assert len(bytes_only.encode(RUNNING_EXAMPLE).ids) == len(RUNNING_EXAMPLE.encode("utf-8"))
+
+
+def test_learned_merges_shorten_the_running_example(bpe) -> None:
+    assert len(bpe.encode(RUNNING_EXAMPLE).ids) < len(RUNNING_EXAMPLE.encode("utf-8"))
+
+
+def test_token_bytes_follow_the_pre_tokenizers_byte_mapping() -> None:
+    text = "运费 谁承担？ab!~\n"
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    ((raw, _),) = pre.pre_tokenize_str(text)
+    assert token_bytes(raw) == text.encode("utf-8")
+
+
+def test_partial_utf8_tokens_show_bytes_never_the_replacement_character(bpe) -> None:
+    displays = [display_token(bpe.token(i)) for i in range(bpe.vocab_size)]
+    assert all("\ufffd" not in d for d in displays)
+    partial = [d for d in displays if d.startswith("<")]
+    assert partial, "a byte-level vocabulary of Chinese text holds partial characters"
+    enc = bpe.encode(RUNNING_EXAMPLE)
+    assert "\ufffd" not in "".join(enc.display)
+
+
+def test_display_bytes_groups_stray_bytes() -> None:
+    yun = "运".encode()  # E8 BF 90
+    assert display_bytes(yun[:2]) == "<E8 BF>"
+    assert display_bytes(yun[:2] + yun) == "<E8 BF>运"
+    assert display_bytes(b"a" + yun[2:] + "费".encode()) == "a<90>费"
+    assert display_bytes("运费".encode()) == "运费"
+    assert display_bytes(b"\n") == "<0A>"  # unprintable: shown as its byte
+
+
+def test_merges_have_readable_display_forms(bpe) -> None:
+    for m in bpe.merges:
+        assert m.merged_display == display_token(m.merged)
+        assert token_bytes(m.merged) == token_bytes(m.left) + token_bytes(m.right)
+
+
+@pytest.mark.parametrize("size", [255, 5000, 300.0, True])
+def test_bad_vocabulary_size_is_a_keyed_error(size: object) -> None:
+    with pytest.raises(ParameterError) as err:
+        train_bpe(["运费"], vocab_size=size)
+    assert err.value.key == "bpe_vocab_size"
+
+
+def test_bad_ids_and_long_texts_are_keyed_errors(bpe) -> None:
+    with pytest.raises(ParameterError) as err:
+        bpe.decode([bpe.vocab_size])
+    assert err.value.key == "bpe_bad_id"
+    with pytest.raises(ParameterError) as err:
+        bpe.encode("运" * (MAX_TEXT_CHARS + 1))
+    assert err.value.key == "bpe_text_too_long"
+    with pytest.raises(ParameterError) as err:
+        bpe.encode("运\ud800")  # a lone surrogate: no UTF-8 bytes exist for it
+    assert err.value.key == "bpe_text_not_utf8" and err.value.values == {"position": 2}
+    with pytest.raises(ParameterError) as err:
+        bpe.encode(b"\xe8")
+    assert err.value.key == "bpe_text_type"

@@ -1,0 +1,265 @@
+"""A byte-level BPE tokenizer trained on the corpus (Hugging Face ``tokenizers``).
+
+Byte-level BPE starts from the 256 byte values, so any text can be encoded, and learns
+merges of frequent neighbouring pieces, most frequent first. A Chinese character is 3
+bytes in UTF-8, so a learned token can hold a whole character, several characters
+(「运费谁承担」) or only part of one character's bytes. Such a partial token is not text:
+its display form shows the bytes themselves (``<E8 BF>``), never "�".
+
+GPT-2's byte-level convention stores each byte as one printable character (e.g. the
+byte 0x20, a space, as "Ġ"); ``token_bytes`` undoes that mapping.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from tinyformer.corpus import all_examples
+from tinyformer.errors import ParameterError
+
+DEFAULT_VOCAB_SIZE = 400
+VOCAB_SIZE_BOUNDS = (256, 4096)  # 256 = the bytes alone, no merge learned
+MIN_FREQUENCY = 2  # a pair seen once is not worth a token
+MAX_TEXT_CHARS = 10_000
+MAX_TRAIN_CHARS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One learned merge: ``left`` + ``right`` -> ``merged`` (raw byte-level strings)."""
+
+    rank: int  # 0 = learned first (the most frequent pair at that point)
+    left: str
+    right: str
+    merged: str
+    left_display: str
+    right_display: str
+    merged_display: str
+
+
+@dataclass(frozen=True)
+class BPEEncoding:
+    """One text as BPE tokens."""
+
+    text: str
+    ids: tuple[int, ...]  # [N]
+    tokens: tuple[str, ...]  # [N] raw byte-level token strings
+    display: tuple[str, ...]  # [N] readable: text, with partial UTF-8 bytes as <E8 BF>
+    n_bytes: tuple[int, ...]  # [N] how many UTF-8 bytes each token holds
+    offsets: tuple[tuple[int, int], ...]  # [N] the characters of text each token touches
+
+
+@cache
+def _byte_to_char() -> dict[int, str]:
+    """GPT-2's bytes_to_unicode: printable bytes stay, the others move to U+0100 upward."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    mapping, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            mapping[byte] = chr(byte)
+        else:
+            mapping[byte] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+@cache
+def _char_to_byte() -> dict[str, int]:
+    return {char: byte for byte, char in _byte_to_char().items()}
+
+
+def token_bytes(token: str) -> bytes:
+    """The bytes a raw byte-level token stands for."""
+    table = _char_to_byte()
+    return bytes(table[char] for char in token)
+
+
+def display_bytes(data: bytes) -> str:
+    """Readable form of a byte string: whole UTF-8 characters as text, the rest as <XX ..>.
+
+    Consecutive bytes that do not form a whole character are grouped into one
+    ``<E8 BF>``; a token never shows "�". Unprintable characters (newline) show as bytes.
+    """
+    parts: list[str] = []
+    stray: list[int] = []
+    i = 0
+    while i < len(data):
+        char, size = _char_at(data, i)
+        if char is None or not char.isprintable():
+            stray.append(data[i])
+            i += 1
+            continue
+        if stray:
+            parts.append(_hex(stray))
+            stray = []
+        parts.append(char)
+        i += size
+    if stray:
+        parts.append(_hex(stray))
+    return "".join(parts)
+
+
+def _char_at(data: bytes, i: int) -> tuple[str | None, int]:
+    """The whole UTF-8 character starting at byte i, or (None, 1) if none starts there."""
+    for size in (1, 2, 3, 4):
+        try:
+            return data[i : i + size].decode("utf-8"), size
+        except UnicodeDecodeError:
+            continue
+    return None, 1
+
+
+def _hex(values: list[int]) -> str:
+    return "<" + " ".join(f"{b:02X}" for b in values) + ">"
+
+
+def display_token(token: str) -> str:
+    """Readable form of one raw byte-level token."""
+    return display_bytes(token_bytes(token))
+
+
+class BPETokenizer:
+    """A trained byte-level BPE: encode, decode, the merges in order, readable tokens."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self._tokenizer = tokenizer
+        model = json.loads(tokenizer.to_str())["model"]
+        self._merges = tuple(_merge(rank, pair) for rank, pair in enumerate(model["merges"]))
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tokenizer.get_vocab_size()
+
+    @property
+    def merges(self) -> tuple[Merge, ...]:
+        """Merges in the order they were learned (the order encoding applies them)."""
+        return self._merges
+
+    def token(self, token_id: int) -> str:
+        """The raw byte-level string of one ID."""
+        token = self._tokenizer.id_to_token(int(token_id))
+        if token is None:
+            raise ParameterError(
+                "bpe_bad_id",
+                f"ID {token_id} is outside the vocabulary (0..{self.vocab_size - 1})",
+                id=int(token_id),
+                vocab=self.vocab_size,
+            )
+        return token
+
+    def encode(self, text: str) -> BPEEncoding:
+        _check_text(text)
+        enc = self._tokenizer.encode(text)
+        raw = tuple(enc.tokens)
+        return BPEEncoding(
+            text=text,
+            ids=tuple(enc.ids),
+            tokens=raw,
+            display=tuple(display_token(t) for t in raw),
+            n_bytes=tuple(len(token_bytes(t)) for t in raw),
+            offsets=tuple(tuple(o) for o in enc.offsets),
+        )
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """IDs back to text; the bytes of all tokens are joined before UTF-8 decoding."""
+        for i in ids:
+            self.token(i)  # raises a keyed error for an unknown ID
+        return self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def to_str(self) -> str:
+        """The tokenizer as Hugging Face's JSON (vocabulary and merges)."""
+        return self._tokenizer.to_str()
+
+
+def _merge(rank: int, pair: Sequence[str] | str) -> Merge:
+    left, right = pair.split(" ") if isinstance(pair, str) else pair
+    return Merge(
+        rank,
+        left,
+        right,
+        left + right,
+        display_token(left),
+        display_token(right),
+        display_token(left + right),
+    )
+
+
+def train_bpe(
+    texts: Iterable[str] | None = None, vocab_size: int = DEFAULT_VOCAB_SIZE
+) -> BPETokenizer:
+    """Train a byte-level BPE (defaults: every question and answer of the corpus).
+
+    Deterministic: the same texts in the same order give the same merges.
+    """
+    _check_vocab_size(vocab_size)
+    texts = [ex.text for ex in all_examples()] if texts is None else list(texts)
+    for text in texts:
+        _check_text(text)
+    total = sum(len(t) for t in texts)
+    if total > MAX_TRAIN_CHARS:
+        raise ParameterError(
+            "bpe_corpus_too_large",
+            f"{total} characters to train on, more than {MAX_TRAIN_CHARS}",
+            n=total,
+            limit=MAX_TRAIN_CHARS,
+        )
+    tokenizer = Tokenizer(models.BPE())
+    # add_prefix_space=False: no invented space, so decode(encode(s)) gives s back exactly
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=MIN_FREQUENCY,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # all 256 bytes: nothing is unknown
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    return BPETokenizer(tokenizer)
+
+
+@cache
+def corpus_bpe(vocab_size: int = DEFAULT_VOCAB_SIZE) -> BPETokenizer:
+    """The BPE trained on the corpus, built once per vocabulary size."""
+    return train_bpe(None, vocab_size)
+
+
+def _check_vocab_size(vocab_size: int) -> None:
+    low, high = VOCAB_SIZE_BOUNDS
+    if (
+        isinstance(vocab_size, bool)
+        or not isinstance(vocab_size, int)
+        or not (low <= vocab_size <= high)
+    ):
+        raise ParameterError(
+            "bpe_vocab_size",
+            f"the BPE vocabulary size must be a whole number from {low} to {high}, "
+            f"got {vocab_size!r}",
+            value=str(vocab_size),
+            low=low,
+            high=high,
+        )
+
+
+def _check_text(text: str) -> None:
+    if not isinstance(text, str):
+        raise ParameterError("bpe_text_type", f"expected text, got {type(text).__name__}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ParameterError(
+            "bpe_text_too_long",
+            f"{len(text)} characters, more than {MAX_TEXT_CHARS}",
+            n=len(text),
+            limit=MAX_TEXT_CHARS,
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate has no UTF-8 bytes
+        raise ParameterError(
+            "bpe_text_not_utf8",
+            f"character {err.start + 1} cannot be written in UTF-8",
+            position=err.start + 1,  # counted from 1, as a reader counts
+        ) from err
