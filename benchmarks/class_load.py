@@ -1,35 +1,51 @@
-"""A class on one app server: many sessions at once, each changing its page's input.
+"""A class on the app: many sessions at once, each changing its page's input.
 
-Starts the app (`streamlit run app.py`) once, opens N websocket sessions at the same
-time, spread round robin over the app's pages, and lets each behave like a learner:
-after its page has loaded, it changes the page's first input (the widget rerun_cost.py
-picks) about once every --think seconds, for --seconds. Every rerun is timed on the
-client, from sending the change to receiving script_finished. Meanwhile the server's
-CPU time and memory are read from /proc.
+Serves the app either as one Streamlit process (`streamlit run app.py`, the default) or
+as the class server (`--proxy N`: N processes behind nginx, deploy/classroom.py), opens
+N websocket sessions at the same time, spread round robin over the app's pages, and
+lets each behave like a learner: after its page has loaded, it changes the page's first
+input (the widget rerun_cost.py picks) about once every --think seconds, for --seconds.
+Every rerun is timed on the client, from sending the change to receiving
+script_finished. Meanwhile each server process's CPU time and memory are read from
+/proc. A session whose connection breaks reconnects as a browser does (its URL only).
+
+--soak MINUTES runs longer and reports memory drift per process; --kill-one (with
+--proxy 2 or more) kills one Streamlit process mid-run and reports what the learners
+on the others, those on the killed one, and newcomers saw.
 
 It prints figures only and exits 0 however slow the server was. See README.md.
 
     .venv/bin/python benchmarks/class_load.py [--sessions 50] [--think 3] [--seconds 60]
     .venv/bin/python benchmarks/class_load.py --sessions 1 --seconds 20   # the baseline
+    .venv/bin/python benchmarks/class_load.py --proxy 2 [--kill-one] [--soak 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import random
+import re
 import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
+from http.cookies import SimpleCookie
 from pathlib import Path
 
 from rerun_cost import (
     FINISHED_OK,
     PLAIN,
+    ROOT,
     Knob,
     RunResult,
     Tab,
@@ -37,19 +53,30 @@ from rerun_cost import (
     app_pages,
     find_knob,
     fmt,
+    free_port,
     machine,
     measure,
     select,
     servers,
 )
+from websockets.sync.client import connect
+
+from deploy import nginx  # after rerun_cost, which puts the repository on sys.path
+from deploy.warm import wait_healthy
 
 MAX_SESSIONS = 200
-MAX_SECONDS = 600.0
+MAX_SECONDS = 3600.0
+MAX_PROCESSES = 16
 MIN_THINK = 0.1
 JITTER = 0.5  # a learner's pause is uniform in [think * (1 - JITTER), think * (1 + JITTER)]
 OPEN_TIMEOUT = 120.0  # opening a page while the whole class opens theirs may be slow
+START_TIMEOUT = 180.0  # the class server: every process started and warm
 SAMPLE_EVERY = 0.25  # seconds between two reads of the server's memory
 PROGRESS_EVERY = 10.0  # seconds between two progress lines
+RECONNECT_AFTER = 0.5  # a browser retries about this soon after losing its connection
+RECONNECT_TRIES = 8  # one second apart
+PROBE_EVERY = 0.5  # newcomers after a kill: one fresh session this often ...
+PROBE_FOR = 15.0  # ... for this long
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -58,7 +85,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass
 class Usage:
-    """The server's process group at one moment: every process in it, summed."""
+    """A set of processes at one moment, summed."""
 
     cpu_s: float = 0.0  # user + system, with that of children already reaped
     rss_mib: float = 0.0
@@ -71,27 +98,42 @@ def _status_fields(text: str) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
+def _stat(pid: int | str) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may hold spaces): rest[0] is the
+    state, rest[1] the parent, rest[2] the process group, rest[11:15] the CPU times."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_usage(pid: int | str, rest: list[str] | None = None) -> Usage:
+    """One process; an empty Usage if it ended meanwhile."""
+    try:
+        rest = rest or _stat(pid)
+        status = _status_fields(Path(f"/proc/{pid}/status").read_text())
+    except (OSError, ValueError, IndexError):
+        return Usage()
+    return Usage(sum(int(value) for value in rest[11:15]) / CLOCK_TICKS,
+                 _kib(status.get("VmRSS")) / 1024, _kib(status.get("VmHWM")) / 1024,
+                 int(status.get("Threads", "0").strip() or 0), 1)
+
+
 def group_usage(pgid: int) -> Usage:
-    """Sum /proc/<pid>/stat and /proc/<pid>/status over the processes of group `pgid`."""
+    """Every process of group `pgid` (the server and, with --proxy, nginx), summed."""
     usage = Usage()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            # The command name is in parentheses and may hold spaces: split after it.
-            # Then rest[2] is the process group; rest[11:15] utime, stime, cutime, cstime.
-            rest = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            rest = _stat(entry.name)
             if int(rest[2]) != pgid:
                 continue
-            cpu_ticks = sum(int(value) for value in rest[11:15])
-            status = _status_fields(Path(entry.path, "status").read_text())
         except (OSError, ValueError, IndexError):  # the process ended meanwhile
             continue
-        usage.cpu_s += cpu_ticks / CLOCK_TICKS
-        usage.rss_mib += _kib(status.get("VmRSS")) / 1024
-        usage.hwm_mib = max(usage.hwm_mib, _kib(status.get("VmHWM")) / 1024)
-        usage.threads += int(status.get("Threads", "0").strip() or 0)
-        usage.processes += 1
+        one = process_usage(entry.name, rest)
+        usage.cpu_s += one.cpu_s
+        usage.rss_mib += one.rss_mib
+        usage.hwm_mib = max(usage.hwm_mib, one.hwm_mib)
+        usage.threads += one.threads
+        usage.processes += one.processes
     return usage
 
 
@@ -99,24 +141,51 @@ def _kib(value: str | None) -> float:
     return float(value.split()[0]) if value else 0.0
 
 
-class Sampler(threading.Thread):
-    """Reads the server's group every SAMPLE_EVERY seconds and keeps the peaks."""
+def streamlit_children(supervisor: int) -> dict[str, int]:
+    """The class server's Streamlit processes: upstream address -> pid."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int(_stat(entry.name)[1]) != supervisor:
+                continue
+            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"deploy.serve" in argv and b"--port" in argv:
+            port = argv[argv.index(b"--port") + 1].decode()
+            found[f"127.0.0.1:{port}"] = int(entry.name)
+    return found
 
-    def __init__(self, pgid: int) -> None:
+
+@dataclass
+class Sample:
+    at: float  # seconds since the class started (negative before)
+    rss_mib: float
+    cpu_s: float
+
+
+class Sampler(threading.Thread):
+    """Reads the server's group, and each Streamlit process, every SAMPLE_EVERY s."""
+
+    def __init__(self, server: Server, phase: Phase) -> None:
         super().__init__(daemon=True)
-        self.pgid = pgid
-        self.first = group_usage(pgid)
+        self.server = server
+        self.phase = phase
+        self.first = group_usage(server.pgid)
         self.peak = Usage(**vars(self.first))
+        self.series: dict[str, list[Sample]] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(SAMPLE_EVERY):
-            self._keep(group_usage(self.pgid))
+            self._keep(group_usage(self.server.pgid))
 
     def stop(self) -> Usage:
         self.done.set()
         self.join()
-        last = group_usage(self.pgid)
+        last = group_usage(self.server.pgid)
         self._keep(last)
         return last
 
@@ -126,6 +195,103 @@ class Sampler(threading.Thread):
         peak.hwm_mib = max(peak.hwm_mib, usage.hwm_mib)
         peak.threads = max(peak.threads, usage.threads)
         peak.processes = max(peak.processes, usage.processes)
+        at = time.monotonic() - self.phase.start if self.phase.start else -1.0
+        for name, pid in self.server.processes().items():
+            one = process_usage(pid)
+            if one.processes:
+                self.series.setdefault(name, []).append(Sample(at, one.rss_mib, one.cpu_s))
+
+
+# --- Serving: one process, or the class server behind nginx ---------------------------
+
+
+@dataclass
+class Server:
+    port: int  # where learners connect: the app itself, or nginx
+    pgid: int
+    proxy: bool
+    run_dir: Path | None = None  # the class server's (nginx's logs)
+    single: dict[str, int] = field(default_factory=dict)
+
+    def processes(self) -> dict[str, int]:
+        """Streamlit processes now: address -> pid (restarted ones included)."""
+        return streamlit_children(self.pgid) if self.proxy else self.single
+
+
+@contextlib.contextmanager
+def serve(args: argparse.Namespace) -> Iterator[Server]:
+    if not args.proxy:
+        with servers("app.py") as (app,):
+            yield Server(app.port, app.process.pid, False,
+                         single={f"127.0.0.1:{app.port}": app.process.pid})
+        return
+    with tempfile.TemporaryDirectory(prefix="class-load-") as folder:
+        run_dir, log = Path(folder) / "run", Path(folder) / "class.log"
+        port = free_port()
+        command = [sys.executable, "-m", "deploy.classroom", "--processes", str(args.proxy),
+                   "--port", str(port), "--address", "127.0.0.1", "--show-upstream",
+                   "--run-dir", str(run_dir)]
+        if not args.restart:
+            command.append("--no-restart")
+        with open(log, "wb") as handle:
+            process = subprocess.Popen(command, cwd=ROOT, stdout=handle,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+        try:
+            wait_warm(process, port, run_dir, args.proxy, log)
+            yield Server(port, process.pid, True, run_dir)
+        finally:
+            stop_group(process)
+
+
+def wait_warm(process: subprocess.Popen, port: int, run_dir: Path, count: int,
+              log: Path) -> None:
+    """Until every process has written its warm file and nginx answers."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the class server exited:\n{log.read_text()[-2000:]}")
+        warm = len(list(run_dir.glob("process-*.warm"))) if run_dir.exists() else 0
+        if warm == count and wait_healthy("127.0.0.1", port, timeout=1.0):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the class server was not warm after {START_TIMEOUT:.0f} s")
+
+
+def stop_group(process: subprocess.Popen, grace: float = 15.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+def first_visit(port: int) -> str:
+    """What a browser's first request brings back: the proxy's sticky cookie."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=OPEN_TIMEOUT) as reply:
+        reply.read()
+        for value in reply.headers.get_all("Set-Cookie") or []:
+            cookie = SimpleCookie(value)
+            if nginx.COOKIE in cookie:
+                return f"{nginx.COOKIE}={cookie[nginx.COOKIE].value}"
+    return ""
+
+
+@contextlib.contextmanager
+def open_tab(server: Server, timeout: float, cookie: str = "") -> Iterator[tuple[Tab, str]]:
+    """A websocket session as rerun_cost.Tab.open makes one, carrying the cookie; also
+    which process answered (the proxy's header, or the single process)."""
+    headers = {"Cookie": cookie} if cookie else None
+    with connect(f"ws://127.0.0.1:{server.port}/_stcore/stream",
+                 subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
+                 additional_headers=headers, max_size=None, open_timeout=timeout,
+                 close_timeout=2) as socket:
+        process = (socket.response.headers.get(nginx.UPSTREAM_HEADER, "?") if server.proxy
+                   else next(iter(server.single)))
+        yield Tab(socket, server.port, timeout), process
 
 
 # --- One learner ----------------------------------------------------------------------
@@ -139,6 +305,34 @@ class Phase:
     stop: threading.Event = field(default_factory=threading.Event)  # Ctrl-C
     start: float = 0.0
     deadline: float = 0.0
+    killed: str = ""  # the process --kill-one killed, and when (since the start)
+    killed_at: float = math.inf
+
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+
+@dataclass
+class Rerun:
+    at: float  # sent, seconds since the class started
+    ms: float
+    process: str
+
+
+@dataclass
+class Failure:
+    at: float
+    process: str
+    what: str
+
+
+@dataclass
+class Reconnect:
+    at: float  # when the connection broke
+    seconds: float  # until the page worked again
+    before: str
+    after: str
+    url_state_kept: bool | None  # None: the widget is not in the URL
 
 
 @dataclass
@@ -149,30 +343,69 @@ class Learner:
     opened: threading.Event = field(default_factory=threading.Event)
     open_ms: float | None = None
     widget: str = "-"
-    times: list[float] = field(default_factory=list)
-    failures: int = 0
+    process: str = ""  # the process serving the session now
+    first_process: str = ""
+    reruns: list[Rerun] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
     exceptions: int = 0
+    reconnects: list[Reconnect] = field(default_factory=list)
     problem: str = ""
 
+    @property
+    def times(self) -> list[float]:
+        return [rerun.ms for rerun in self.reruns]
 
-def learn(learner: Learner, port: int, args: argparse.Namespace, phase: Phase) -> None:
-    """A thread's body: open the page, wait for the class to start, then interact."""
+    @property
+    def failures(self) -> int:
+        return len(self.failed)
+
+
+@dataclass
+class Progress:
+    """A learner's place in its routine; survives a reconnect."""
+
+    rng: random.Random
+    next_send: float = 0.0
+    index: int = 0
+    last_value: object = None
+    query_string: str = ""  # the URL's query, as the browser keeps it
+    opened_query: str = ""
+    url_bound: bool = False  # a change showed in the query string
+
+
+class Broken(Exception):
+    """The session's connection is gone (or a rerun timed out): reconnect."""
+
+
+def learn(learner: Learner, server: Server, args: argparse.Namespace, phase: Phase) -> None:
+    """A thread's body: open the page, wait for the class to start, then interact,
+    reconnecting like a browser when the connection breaks."""
+    progress = Progress(random.Random(learner.number))
     knob = None
     try:
-        with Tab.open(port, OPEN_TIMEOUT) as tab:
+        cookie = first_visit(server.port) if server.proxy else ""
+        with open_tab(server, OPEN_TIMEOUT, cookie) as (tab, process):
+            learner.process = learner.first_process = process
             knob = open_page(tab, learner)
+            progress.opened_query = tab.query_string
             learner.opened.set()
             if knob is None:
                 return
             tab.timeout = args.timeout
             phase.go.wait()
-            interact(tab, knob, learner, args, phase)
-    except Exception as error:  # the server closed, a page broke: note it, end the session
+            progress.next_send = phase.start + progress.rng.uniform(0, args.think)
+            interact(tab, knob, learner, args, phase, progress)
+            return
+    except Broken:
+        pass
+    except Exception as error:  # a page broke before the class started: note it, end
         learner.problem = learner.problem or f"{type(error).__name__}: {error}"
-        if knob is not None:
-            learner.failures += 1
+        return
     finally:
         learner.opened.set()
+    while knob is not None and not phase.stop.is_set() and time.monotonic() < phase.deadline:
+        if not reconnect(learner, server, args, phase, progress, knob, cookie):
+            return
 
 
 def open_page(tab: Tab, learner: Learner) -> Knob | None:
@@ -191,34 +424,82 @@ def open_page(tab: Tab, learner: Learner) -> Knob | None:
 
 
 def interact(tab: Tab, knob: Knob, learner: Learner, args: argparse.Namespace,
-             phase: Phase) -> None:
+             phase: Phase, progress: Progress) -> None:
     """Change the widget about every `think` seconds until the deadline.
 
     A learner waits for the page to update before the next change: a change is sent a
     pause after the previous one was sent, or at once when that rerun took longer."""
-    rng = random.Random(learner.number)
-    next_send = phase.start + rng.uniform(0, args.think)  # the class does not act in step
-    index = 0
-    while next_send < phase.deadline:
-        if phase.stop.wait(max(0.0, next_send - time.monotonic())):
+    while progress.next_send < phase.deadline:
+        if phase.stop.wait(max(0.0, progress.next_send - time.monotonic())):
             return
         sent = time.monotonic()
-        index += 1
-        value = knob.values[index % 2]  # the first change moves the widget off its value
-        run = tab.rerun([knob.state(value)] if knob.widget_id else [])
-        record(learner, knob, run, index)
-        next_send = sent + args.think * rng.uniform(1 - JITTER, 1 + JITTER)
+        progress.index += 1
+        value = knob.values[progress.index % 2]  # the first change moves the widget
+        try:
+            run = tab.rerun([knob.state(value)] if knob.widget_id else [])
+        except Exception as error:  # closed by the server, reset, or timed out
+            learner.failed.append(Failure(sent - phase.start, learner.process,
+                                          type(error).__name__))
+            progress.query_string = tab.query_string
+            raise Broken from error
+        progress.last_value = value
+        progress.query_string = tab.query_string
+        progress.url_bound |= tab.query_string != progress.opened_query
+        record(learner, knob, run, progress.index, sent - phase.start)
+        progress.next_send = sent + args.think * progress.rng.uniform(1 - JITTER, 1 + JITTER)
 
 
-def record(learner: Learner, knob: Knob, run: RunResult, index: int) -> None:
+def record(learner: Learner, knob: Knob, run: RunResult, index: int, at: float) -> None:
     if knob.widget_id and not learner.problem and all(
             _widget_id(element) != knob.widget_id for _, element in run.elements):
         learner.problem = f"{knob.description} was gone after change {index}"
     if run.status != FINISHED_OK:
-        learner.failures += 1
+        learner.failed.append(Failure(at, learner.process, f"status {run.status}"))
         return
     learner.exceptions += bool(run.exceptions)
-    learner.times.append(run.ms)
+    learner.reruns.append(Rerun(at, run.ms, learner.process))
+
+
+def reconnect(learner: Learner, server: Server, args: argparse.Namespace, phase: Phase,
+              progress: Progress, knob: Knob, cookie: str) -> bool:
+    """What the browser does after losing its connection: retry, open the page of the
+    URL it shows (the URL's state; the lost session's memory is gone), and carry on.
+    True when the new connection broke too (reconnect again), False when done."""
+    broke = time.monotonic()
+    before = learner.process
+    time.sleep(RECONNECT_AFTER)
+    for _ in range(RECONNECT_TRIES):
+        try:
+            with open_tab(server, args.timeout, cookie) as (tab, process):
+                learner.process = process
+                tab.query_string = progress.query_string
+                first = tab.rerun([], page_name=learner.url_name)
+                if first.status != FINISHED_OK or first.exceptions:
+                    raise RuntimeError(f"status {first.status}, {first.exceptions}")
+                learner.reconnects.append(Reconnect(
+                    broke - phase.start, time.monotonic() - broke, before, process,
+                    url_state_kept(knob, first, progress)))
+                try:
+                    interact(tab, knob, learner, args, phase, progress)
+                except Broken:
+                    return True
+                return False
+        except Exception:  # refused, reset, a broken page: a second later, again
+            time.sleep(1.0)
+    learner.problem = f"no working page {RECONNECT_TRIES} tries after losing the connection"
+    return False
+
+
+def url_state_kept(knob: Knob, first: RunResult, progress: Progress) -> bool | None:
+    """Whether the reopened page shows the learner's last value, read from the URL;
+    None when the change never showed in the query string (a widget bound to the URL
+    is written there by the browser's own code, which this client does not run)."""
+    if not knob.widget_id or progress.last_value is None or not progress.url_bound:
+        return None
+    again = find_knob(first.elements)
+    if again is None or again.widget_id != knob.widget_id:
+        return False
+    return again.values[0] == progress.last_value
 
 
 # --- The class ------------------------------------------------------------------------
@@ -241,14 +522,14 @@ def warm_up(port: int, pages: list[tuple[str, str, str]]) -> None:
     print(f"warm-up, one session opening each page once (ms): {', '.join(opens)}", flush=True)
 
 
-def run_class(port: int, learners: list[Learner], args: argparse.Namespace,
-              phase: Phase, sampler: Sampler) -> tuple[float, Usage, float]:
+def run_class(server: Server, learners: list[Learner], args: argparse.Namespace,
+              phase: Phase, sampler: Sampler) -> tuple[float, Usage, float, list[Probe]]:
     """Open every session at once, then let the class interact for args.seconds.
 
-    Returns the opening's wall seconds, the server's usage when the class started, and
-    the client's own CPU seconds while it interacted."""
-    threads = [threading.Thread(target=learn, args=(learner, port, args, phase), daemon=True)
-               for learner in learners]
+    Returns the opening's wall seconds, the server's usage when the class started, the
+    client's own CPU seconds while it interacted, and the newcomers after a kill."""
+    threads = [threading.Thread(target=learn, args=(learner, server, args, phase),
+                                daemon=True) for learner in learners]
     opening = time.monotonic()
     for thread in threads:
         thread.start()
@@ -256,14 +537,18 @@ def run_class(port: int, learners: list[Learner], args: argparse.Namespace,
         while not learner.opened.wait(0.5):
             pass
     opened_s = time.monotonic() - opening
-    at_start = group_usage(sampler.pgid)
+    at_start = group_usage(server.pgid)
     client_start = _own_cpu()
     phase.start = time.monotonic()
     phase.deadline = phase.start + args.seconds
+    probes: list[Probe] = []
+    if args.kill_one:
+        threading.Thread(target=kill_one, args=(server, learners, args, phase, probes),
+                         daemon=True).start()
     phase.go.set()
     wait_for(threads, learners, phase)
     time.sleep(max(0.0, phase.deadline - time.monotonic()))  # the whole period, idle or not
-    return opened_s, at_start, _own_cpu() - client_start
+    return opened_s, at_start, _own_cpu() - client_start, probes
 
 
 def wait_for(threads: list[threading.Thread], learners: list[Learner], phase: Phase) -> None:
@@ -273,7 +558,7 @@ def wait_for(threads: list[threading.Thread], learners: list[Learner], phase: Ph
         while thread.is_alive():
             thread.join(0.5)
             if time.monotonic() >= next_line and time.monotonic() < phase.deadline:
-                done = sum(len(learner.times) for learner in learners)
+                done = sum(len(learner.reruns) for learner in learners)
                 failed = sum(learner.failures for learner in learners)
                 print(f"  {next_line - phase.start:.0f} s: {done} reruns, {failed} failed",
                       flush=True)
@@ -283,6 +568,73 @@ def wait_for(threads: list[threading.Thread], learners: list[Learner], phase: Ph
 def _own_cpu() -> float:
     times = os.times()
     return times.user + times.system
+
+
+# --- Killing one process --------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """A newcomer after the kill: a fresh browser opening the overview."""
+
+    at: float  # since the kill
+    ok: bool
+    process: str
+    ms: float
+    what: str = ""
+
+
+def kill_one(server: Server, learners: list[Learner], args: argparse.Namespace,
+             phase: Phase, probes: list[Probe]) -> None:
+    """At --kill-at, SIGKILL the Streamlit process with the most sessions; then a
+    newcomer every PROBE_EVERY seconds for PROBE_FOR seconds."""
+    if phase.stop.wait(max(0.0, phase.start + args.kill_at - time.monotonic())):
+        return
+    processes = server.processes()
+    load = {name: sum(1 for learner in learners if learner.process == name)
+            for name in processes}
+    victim = max(sorted(load), key=load.__getitem__)
+    os.kill(processes[victim], signal.SIGKILL)
+    phase.killed, phase.killed_at = victim, phase.now()
+    print(f"  {phase.killed_at:.1f} s: killed the process at {victim} "
+          f"(pid {processes[victim]}, {load[victim]} sessions)", flush=True)
+    until = time.monotonic() + PROBE_FOR
+    while time.monotonic() < until and not phase.stop.is_set():
+        started = time.monotonic()
+        probes.append(probe(server, started - phase.start - phase.killed_at))
+        time.sleep(max(0.0, PROBE_EVERY - (time.monotonic() - started)))
+
+
+def probe(server: Server, at: float) -> Probe:
+    started = time.monotonic()
+    try:
+        with open_tab(server, 30.0, first_visit(server.port)) as (tab, process):
+            run = tab.rerun([], page_name="")
+        ok = run.status == FINISHED_OK and not run.exceptions
+        return Probe(at, ok, process, (time.monotonic() - started) * 1000,
+                     "" if ok else f"status {run.status}")
+    except Exception as error:
+        return Probe(at, False, "", (time.monotonic() - started) * 1000,
+                     type(error).__name__)
+
+
+_NGINX_TIME = re.compile(r"^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(\w+)\] (.*)$")
+
+
+def nginx_failures(run_dir: Path | None, victim: str) -> list[tuple[float, str]]:
+    """(wall time, kind) of nginx's error-log lines about the killed process."""
+    found = []
+    with contextlib.suppress(OSError):
+        for line in (run_dir / "error.log").read_text(errors="replace").splitlines():
+            match = _NGINX_TIME.match(line)
+            if not match or victim not in line:
+                continue
+            text = match.group(3)
+            kind = ("marked down" if "temporarily disabled" in text else
+                    "refused" if "connect() failed" in text else "dropped")
+            wall = datetime.strptime(match.group(1), "%Y/%m/%d %H:%M:%S").timestamp()
+            found.append((wall, kind))
+    return found
 
 
 # --- Report ---------------------------------------------------------------------------
@@ -300,28 +652,34 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
+def latency_cells(times: list[float]) -> tuple[str, ...]:
+    return (fmt(statistics.median(times) if times else None), fmt(percentile(times, 0.95)),
+            fmt(percentile(times, 0.99)), fmt(max(times) if times else None))
+
+
 def table_row(name: str, group: list[Learner]) -> tuple[str, ...]:
     times = [ms for learner in group for ms in learner.times]
     widgets = sorted({learner.widget for learner in group if learner.widget != "-"})
     widget = widgets[0] if len(widgets) == 1 else ("(several)" if widgets else "-")
     return (name, str(len(group)), widget, str(len(times)),
             str(sum(learner.failures for learner in group)),
-            str(sum(learner.exceptions for learner in group)),
-            fmt(statistics.median(times) if times else None), fmt(percentile(times, 0.95)),
-            fmt(percentile(times, 0.99)), fmt(max(times) if times else None))
+            str(sum(learner.exceptions for learner in group)), *latency_cells(times))
 
 
-def print_table(rows: list[tuple[str, ...]]) -> None:
-    header = ("page", "sessions", "widget changed", "reruns", "fail", "exc", "median ms",
-              "p95 ms", "p99 ms", "max ms")
+def print_table(header: tuple[str, ...], rows: list[tuple[str, ...]],
+                total: bool = True) -> None:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*header))
     print(line.format(*("-" * w for w in widths)))
     for index, row in enumerate(rows):
-        if index == len(rows) - 1:
+        if total and index == len(rows) - 1:
             print(line.format(*("-" * w for w in widths)))
         print(line.format(*row))
+
+
+PAGE_HEADER = ("page", "sessions", "widget changed", "reruns", "fail", "exc", "median ms",
+               "p95 ms", "p99 ms", "max ms")
 
 
 def report(learners: list[Learner], pages: list[tuple[str, str, str]], opened_s: float,
@@ -334,7 +692,8 @@ def report(learners: list[Learner], pages: list[tuple[str, str, str]], opened_s:
     print(f"interaction: {seconds:.1f} s\n")
     rows = [table_row(stage_id, [learner for learner in learners if learner.page == stage_id])
             for stage_id, _path, _url in pages]
-    print_table([*[row for row in rows if row[1] != "0"], table_row("all", learners)])
+    print_table(PAGE_HEADER, [*[row for row in rows if row[1] != "0"],
+                              table_row("all", learners)])
     problems: dict[str, list[int]] = {}
     for learner in learners:
         if learner.problem:
@@ -344,6 +703,118 @@ def report(learners: list[Learner], pages: list[tuple[str, str, str]], opened_s:
         for problem, numbers in problems.items():
             print(f"  {problem} ({len(numbers)}: {', '.join(map(str, numbers[:10]))}"
                   f"{' ...' if len(numbers) > 10 else ''})")
+
+
+def report_processes(learners: list[Learner], series: dict[str, list[Sample]],
+                     seconds: float) -> None:
+    """Per Streamlit process: its sessions' latencies, its CPU and its memory."""
+    print("\nper process (reruns by the process that ran them; memory read from /proc):")
+    rows = []
+    for name in sorted(series):
+        reruns = [r.ms for learner in learners for r in learner.reruns if r.process == name]
+        failed = sum(1 for learner in learners for f in learner.failed if f.process == name)
+        during = [s for s in series[name] if 0 <= s.at <= seconds]
+        cores = ((during[-1].cpu_s - during[0].cpu_s) / (during[-1].at - during[0].at)
+                 if len(during) > 1 and during[-1].at > during[0].at else None)
+        rss = [s.rss_mib for s in series[name]]
+        rows.append((name, str(sum(1 for learner in learners if learner.first_process == name)),
+                     str(len(reruns)), str(failed), *latency_cells(reruns)[:3],
+                     "-" if cores is None else f"{cores:.2f}",
+                     f"{rss[0]:.0f}", f"{max(rss):.0f}", f"{rss[-1]:.0f}"))
+    print_table(("process", "sessions", "reruns", "fail", "median ms", "p95 ms", "p99 ms",
+                 "cores busy", "RSS first MiB", "peak", "last"), rows, total=False)
+
+
+def report_timeline(learners: list[Learner], series: dict[str, list[Sample]],
+                    seconds: float, every: float) -> None:
+    """Latency, errors and each process's memory, window by window."""
+    names = sorted(series)
+    print(f"\nover time (windows of {every:g} s; RSS MiB of each process at the window's end):")
+    rows = []
+    start = 0.0
+    while start < seconds - 1e-9:
+        end = min(seconds, start + every)
+        times = [r.ms for learner in learners for r in learner.reruns if start <= r.at < end]
+        failed = sum(1 for learner in learners for f in learner.failed if start <= f.at < end)
+        memory = []
+        for name in names:
+            inside = [s.rss_mib for s in series[name] if s.at < end]
+            memory.append(f"{inside[-1]:.0f}" if inside else "-")
+        rows.append((f"{start:.0f}-{end:.0f}", str(len(times)), str(failed),
+                     fmt(statistics.median(times) if times else None),
+                     fmt(percentile(times, 0.95)), *memory))
+        start = end
+    print_table(("seconds", "reruns", "fail", "median ms", "p95 ms", *names), rows,
+                total=False)
+
+
+def report_drift(series: dict[str, list[Sample]], seconds: float) -> None:
+    """Memory after warm-up against the end: growth and slope per process."""
+    settle = min(60.0, seconds / 5)
+    print(f"\nmemory drift per process (after the first {settle:.0f} s of the class; "
+          "slope by least squares):")
+    for name in sorted(series):
+        after = [s for s in series[name] if settle <= s.at <= seconds]
+        if len(after) < 3:
+            print(f"  {name}: too few samples")
+            continue
+        mean_at = statistics.fmean(s.at for s in after)
+        mean_rss = statistics.fmean(s.rss_mib for s in after)
+        spread = sum((s.at - mean_at) ** 2 for s in after)
+        slope = (sum((s.at - mean_at) * (s.rss_mib - mean_rss) for s in after) / spread
+                 if spread else 0.0)
+        window = max(1, len(after) // 10)
+        head = statistics.fmean(s.rss_mib for s in after[:window])
+        tail = statistics.fmean(s.rss_mib for s in after[-window:])
+        print(f"  {name}: {head:.0f} MiB -> {tail:.0f} MiB ({tail - head:+.1f} MiB), "
+              f"slope {slope * 60:+.2f} MiB/min, range {min(s.rss_mib for s in after):.0f}"
+              f"-{max(s.rss_mib for s in after):.0f} MiB")
+
+
+def report_kill(learners: list[Learner], phase: Phase, probes: list[Probe],
+                server: Server, kill_wall: float) -> None:
+    if not phase.killed:
+        print("\nkill: no process was killed (the run ended first)")
+        return
+    victim, killed_at = phase.killed, phase.killed_at
+    print(f"\nkill: the process at {victim} was killed at {killed_at:.1f} s")
+    survivors = [ln for ln in learners if ln.first_process and ln.first_process != victim]
+    on_victim = [ln for ln in learners if ln.first_process == victim]
+    after = [r.ms for ln in survivors for r in ln.reruns if r.at >= killed_at]
+    print(f"  sessions on the other processes: {len(survivors)}, errors "
+          f"{sum(ln.failures for ln in survivors)}; their reruns after the kill: "
+          f"{len(after)}, median {fmt(statistics.median(after) if after else None)} ms, "
+          f"p95 {fmt(percentile(after, 0.95))} ms")
+    reconnects = [rc for ln in on_victim for rc in ln.reconnects]
+    kept = [rc.url_state_kept for rc in reconnects if rc.url_state_kept is not None]
+    waits = [rc.seconds for rc in reconnects]
+    print(f"  sessions on the killed process: {len(on_victim)}, broken connections "
+          f"{sum(ln.failures for ln in on_victim)}, reconnected to a working page "
+          f"{len(reconnects)} (after {fmt(statistics.median(waits) if waits else None)} s "
+          f"median, {fmt(max(waits, default=None))} s at most), on "
+          f"{', '.join(sorted({rc.after for rc in reconnects})) or '-'}; "
+          f"URL state kept {sum(kept)} of the {len(kept)} whose change was in the query "
+          f"string; gave up "
+          f"{sum(1 for ln in on_victim if ln.problem)}")
+    good = [p for p in probes if p.ok]
+    print(f"  newcomers (a fresh browser every {PROBE_EVERY:g} s for {PROBE_FOR:g} s): "
+          f"{len(good)} of {len(probes)} got a working page; first at "
+          f"{fmt(good[0].at if good else None)} s after the kill; landed on "
+          f"{', '.join(sorted({p.process for p in good})) or '-'}"
+          + (f"; failures: {', '.join(f'{p.at:.1f} s {p.what}' for p in probes if not p.ok)}"
+             if len(good) < len(probes) else ""))
+    failures = nginx_failures(server.run_dir, victim)
+    after_kill = [(wall - kill_wall, kind) for wall, kind in failures
+                  if wall >= math.floor(kill_wall)]
+    tried = [at for at, kind in after_kill if kind != "marked down"]
+    print(f"  nginx's error log: {len(tried)} requests found the killed process gone "
+          f"({sum(1 for _, kind in after_kill if kind == 'refused')} refused, the others "
+          "dropped kept-alive connections)"
+          + (f", from {min(tried):+.0f} s to {max(tried):+.0f} s after the kill (1 s "
+             "resolution)" if tried else "")
+          + f"; marked down {sum(1 for _, kind in after_kill if kind == 'marked down')} "
+          f"times, {nginx.FAIL_TIMEOUT_S} s each, then retried by one request; every such "
+          "request went on to another process")
 
 
 def report_resources(before: Usage, at_start: Usage, after: Usage, peak: Usage,
@@ -379,16 +850,49 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds between a learner's changes, on average, +-50%% (3)")
     parser.add_argument("--seconds", type=float, default=60.0,
                         help=f"how long the class interacts (60; at most {MAX_SECONDS:g})")
+    parser.add_argument("--soak", type=float, metavar="MINUTES",
+                        help="a long run: --seconds = 60 x MINUTES, memory drift reported")
     parser.add_argument("--pages", nargs="+", metavar="NAME",
                         help="only these pages: stage ids, url names or files (default: all)")
     parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds one rerun may take before its session is dropped (30)")
+                        help="seconds one rerun may take before its session reconnects (30)")
+    parser.add_argument("--proxy", type=int, default=0, metavar="N",
+                        help="serve with the class server: N processes behind nginx "
+                             "(default: one `streamlit run` process, no proxy)")
+    parser.add_argument("--kill-one", action="store_true",
+                        help="with --proxy 2 or more: SIGKILL one process at --kill-at")
+    parser.add_argument("--kill-at", type=float,
+                        help="seconds into the class for --kill-one (default: a third)")
+    parser.add_argument("--restart", action="store_true",
+                        help="let the class server restart a process that died (default: "
+                             "it stays dead, so the run shows the proxy's failover alone)")
+    parser.add_argument("--every", type=float,
+                        help="seconds per row of the timeline (default: the run / 6, "
+                             "at least 5, 60 with --soak)")
     args = parser.parse_args(argv)
+    if args.soak:
+        args.seconds = args.soak * 60
     args.sessions = min(max(1, args.sessions), MAX_SESSIONS)
     args.seconds = min(max(1.0, args.seconds), MAX_SECONDS)
     args.think = max(MIN_THINK, args.think)
     args.timeout = max(1.0, args.timeout)
+    args.proxy = min(max(0, args.proxy), MAX_PROCESSES)
+    if args.kill_one and args.proxy < 2:
+        parser.error("--kill-one needs --proxy 2 or more (a survivor)")
+    args.kill_at = min(args.seconds, args.kill_at if args.kill_at is not None
+                       else args.seconds / 3)
+    args.every = args.every or (60.0 if args.soak else max(5.0, args.seconds / 6))
     return args
+
+
+def describe(args: argparse.Namespace, pages: list[tuple[str, str, str]]) -> str:
+    serving = (f"the class server, {plural(args.proxy, 'process')} behind nginx"
+               if args.proxy else "one Streamlit process")
+    kill = f"; kill one process at {args.kill_at:g} s" if args.kill_one else ""
+    return (f"settings: {serving}; {plural(args.sessions, 'session')} over "
+            f"{plural(len(pages), 'page')} ({', '.join(p[0] for p in pages)}), round robin; "
+            f"a change every {args.think:g} s +-{JITTER:.0%} each; {args.seconds:g} s; "
+            f"rerun timeout {args.timeout:g} s{kill}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,27 +905,30 @@ def main(argv: list[str] | None = None) -> int:
         print("no page to measure")
         return 0
     learners = enrol(args.sessions, pages)
-    print(f"settings: {plural(args.sessions, 'session')} over {plural(len(pages), 'page')} "
-          f"({', '.join(p[0] for p in pages)}), round robin; a change every "
-          f"{args.think:g} s +-{JITTER:.0%} each; {args.seconds:g} s; "
-          f"rerun timeout {args.timeout:g} s\n", flush=True)
+    print(describe(args, pages), flush=True)
     phase = Phase()
     try:
-        with servers("app.py") as (app,):
-            warm_up(app.port, pages)
-            sampler = Sampler(app.process.pid)  # its own group: start_new_session
+        with serve(args) as server:
+            warm_up(server.port, pages)
+            sampler = Sampler(server, phase)
             sampler.start()
-            opened_s, at_start, client_cpu = run_class(app.port, learners, args, phase,
-                                                       sampler)
+            opened_s, at_start, client_cpu, probes = run_class(server, learners, args, phase,
+                                                               sampler)
+            kill_wall = time.time() - (time.monotonic() - phase.start - phase.killed_at)
             seconds = time.monotonic() - phase.start
             after = sampler.stop()
-            if app.process.poll() is not None:
-                print(f"app server exited:\n{app.tail()}")
+            time.sleep(0.5)  # nginx writes its log lines
+            if args.kill_one:
+                report_kill(learners, phase, probes, server, kill_wall)
     except KeyboardInterrupt:
         phase.stop.set()
         print("\ninterrupted; server stopped")
         return 130
     report(learners, pages, opened_s, seconds)
+    report_processes(learners, sampler.series, seconds)
+    report_timeline(learners, sampler.series, seconds, args.every)
+    if args.soak or args.seconds >= 300:
+        report_drift(sampler.series, seconds)
     report_resources(sampler.first, at_start, after, sampler.peak, seconds, client_cpu,
                      args.sessions)
     return 0
