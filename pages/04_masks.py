@@ -1,134 +1,142 @@
 """Stage 4: masks. Causal (no reading the future) and padding (no reading [PAD])."""
 
+import pandas as pd
 import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
-from tinyformer.masks import additive, causal_mask, combine, padding_mask
-from ui.exercise import predict_then_reveal
+from tinyformer.masks import additive, attention_mask, causal_mask
+from ui import explain
+from ui.example import PAYERS, TAIL4, gloss
+from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
-from ui.fmt import latex_matrix, num, short, vec
+from ui.fmt import num, vec
 from ui.formula import formula
-from ui.i18n import t
-from ui.inputs import guard_state, is_bool, matrix_input
-from ui.page import footer_nav, header, setup_page
+from ui.i18n import LANG_PARAM, current_lang, t
+from ui.inputs import matrix_input, toggle
+from ui.page import stage_label, stage_page
+from ui.stages import by_id
 
-stage = setup_page("masks")
-header(stage)
-
-TOKENS = ["运费", "谁", "承担", "？"]
-PADDED = ["[PAD]", "[PAD]", *TOKENS]  # one request, left-padded with 2 empty positions
-VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]
-N_PAD = 2
-
-
-# --- 1. The causal pattern for 4 positions ------------------------------------------
-st.subheader(t("masks.causal_title"))
-st.markdown(t("masks.causal_lead"))
-causal4 = causal_mask(4)  # [4, 4]
+TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
+INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next token
+PADDED = ("[PAD]", "[PAD]", *TAIL4)  # one request, left-padded with 2 empty positions
+VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]: real tokens
+N = len(PADDED)
+M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
 
 
-def explain_causal(i: int, j: int) -> str:
-    key = "masks.cell_allowed" if causal4[i, j] else "masks.cell_future"
-    return t(key, i=TOKENS[i], j=TOKENS[j], pi=i, pj=j)
+def stage_link(stage_id: str) -> None:  # KIT: a link to another stage, in this language
+    stage = by_id(stage_id)
+    st.page_link(stage.path, label=stage_label(stage), icon=stage.icon,
+                 query_params={LANG_PARAM: current_lang()})
 
 
-left, right = st.columns([2, 3])
-with left:
-    st.markdown(f"**{t('masks.mask_label')}**")
-    heatmap(causal4.double(), TOKENS, TOKENS, key="causal_map", explain=explain_causal,
-            decimals=0, zmin=0, zmax=1, colorscale="Greens")
-with right:
-    formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}",
-            "M = " + latex_matrix(additive(causal4), 0))
+def explain_m(lead: str, i: int, j: int, allowed: bool) -> str:
+    return explain.formula(lead, f"{explain.cell_name('M', i, j)} = "
+                           + ("0" if allowed else r"-\infty"))
+
+
+with stage_page("masks"):
+    choice_exercise("later", t("masks.ex_question"),
+                    [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
+                    explanation=t("masks.ex_explain"))
+
+    # --- 1. Why: every position predicts the next token ------------------------------
+    st.subheader(t("masks.task_title"))
+    st.markdown(t("masks.task_lead", text="".join(TEXT)))
+    gloss(TEXT)
+    st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
+                          index=[t("masks.row_input"), t("masks.row_target")]))
+    formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
+    factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
+               for k, word in enumerate(TEXT)]
+    st.markdown(t("masks.chain", whole=f"P({' '.join(TEXT)})", factors=" · ".join(factors)))
+    st.markdown(t("masks.self_note", word=INPUTS[-1], target=TARGETS[-1], pos=len(INPUTS) - 1))
+
+    # --- 2. The causal mask, as the matrix M added to the scores ---------------------
+    st.subheader(t("masks.causal_title"))
+    st.markdown(t("masks.causal_lead"))
+    causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"**{t('masks.mask_label')}**")
+        heatmap(additive(causal), INPUTS, INPUTS, key="causal_map", **M_STYLE,
+                explain=lambda i, j: explain_m(t(
+                    "masks.cell_allowed" if causal[i, j] else "masks.cell_future",
+                    i=INPUTS[i], j=INPUTS[j], pi=i, pj=j), i, j, bool(causal[i, j])))
+    with right:
+        formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
+        st.markdown(t("masks.legend"))
+        st.markdown(t("masks.softmax_preview"))
+        stage_link("softmax")
     st.info(t("masks.parallel_note"), icon=":material/bolt:")
 
-# --- 2. Padding, and both masks together --------------------------------------------
-st.subheader(t("masks.pad_title"))
-left, right = st.columns([3, 2])
-with right:
-    for name in ("causal", "pad"):
-        guard_state(name, is_bool, True)
-    use_causal = st.toggle(t("masks.toggle_causal"), value=True, key="causal",
-                           bind="query-params")
-    use_pad = st.toggle(t("masks.toggle_pad"), value=True, key="pad", bind="query-params")
+    # --- 3. Padding, and both masks together ----------------------------------------
+    st.subheader(t("masks.pad_title"))
     st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
-parts = ([causal_mask(6)] if use_causal else []) + ([padding_mask(VALID)[0]] if use_pad else [])
-allowed = combine(*parts) if parts else torch.ones(6, 6, dtype=torch.bool)  # [6, 6]
+    left, right = st.columns(2)
+    with left:
+        use_causal = toggle("causal", t("masks.toggle_causal"), True)
+    with right:
+        use_pad = toggle("pad", t("masks.toggle_pad"), True)
+    allowed = attention_mask(N, use_causal, VALID if use_pad else None).reshape(N, N)  # [6, 6]
+    future = ~causal_mask(N)  # [6, 6] True = a later position
 
+    def reason(i: int, j: int) -> str:
+        late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
+        key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
+        return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
 
-def reason(i: int, j: int) -> str:
-    future, pad = j > i and use_causal, j < N_PAD and use_pad
-    key = "both" if future and pad else "future" if future else "pad" if pad else "allowed"
-    return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
-
-
-with left:
     st.markdown(f"**{t('masks.combined_label')}**")
-    heatmap(allowed.double(), PADDED, PADDED, key="mask_map", explain=reason, decimals=0,
-            zmin=0, zmax=1, colorscale="Greens")
+    heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
+            explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
+    st.caption(t("masks.real_block"))
 
-# --- 3. Scores before and after the mask, then the weights ---------------------------
-st.subheader(t("masks.scores_title"))
-st.markdown(t("masks.scores_lead"))
-cq, ck = st.columns(2)
-with cq:
-    Q = matrix_input("Q", "Q [6 × 2]", [[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]],
-                     rows=6)
-with ck:
-    K = matrix_input("K", "K [6 × 2]", [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]],
-                     rows=6)
-# V is not shown on this page; K stands in for it so the call is complete.
-att = scaled_dot_product_attention(Q, K, K, mask=allowed)
+    # --- 4. Scores after the mask, and the weights ----------------------------------
+    st.subheader(t("masks.scores_title"))
+    exercise = st.container()  # predict first: filled once Q and K are known
+    st.markdown(t("masks.scores_lead"))
+    left, right = st.columns(2)
+    with left:
+        Q = matrix_input("Q", "Q [6 × 2]", [[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]],
+                         rows=6)
+    with right:
+        K = matrix_input("K", "K [6 × 2]", [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]],
+                         rows=6)
+    att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
 
+    def explain_score(i: int, j: int) -> str:
+        name = explain.cell_name(r"\tilde s", i, j)
+        if not allowed[i, j]:
+            return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
+                                   r"(-\infty) = -\infty")
+        return explain.dot(reason(i, j), name, Q[i], K[j], float(att.masked[i, j]), scale_by=2)
 
-def explain_score(i: int, j: int, after: bool) -> str:
-    terms = " + ".join(f"{short(a)}\\cdot{short(b)}" for a, b in zip(Q[i], K[j], strict=True))
-    arrow = r"\ \rightarrow\ -\infty" if after and not allowed[i, j] else ""
-    return reason(i, j) + f"\n\n$({terms}) / \\sqrt{{2}} = {num(att.scaled[i, j])}{arrow}$"
+    def explain_weight(i: int, j: int) -> str:
+        name = explain.cell_name("a", i, j)
+        if not allowed[i].any():
+            return explain.formula(t("masks.cell_empty_row", i=PADDED[i], pi=i), f"{name} = 0")
+        if not allowed[i, j]:
+            return explain.blocked(reason(i, j), name)
+        return explain.softmax(t("masks.cell_weight", i=PADDED[i], j=PADDED[j]), name,
+                               att.masked[i], j)
 
-
-def explain_weight(i: int, j: int) -> str:
-    row = att.masked[i]
-    if not allowed[i].any():
-        return t("masks.cell_empty_row", i=PADDED[i], pi=i)
-    if not allowed[i, j]:
-        return reason(i, j) + f"\n\n$a_{{{i}{j}}} = 0$"
-    terms = " + ".join(f"e^{{{num(s)}}}" for s in row if torch.isfinite(s))
-    return t("masks.cell_weight", i=PADDED[i], j=PADDED[j]) + (
-        f"\n\n$a_{{{i}{j}}} = e^{{{num(row[j])}}} / ({terms}) = {num(att.weights[i, j])}$")
-
-
-before, after = st.columns(2)
-with before:
-    st.markdown(f"**{t('masks.before')}**")
-    heatmap(att.scaled, PADDED, PADDED, key="before_map",
-            explain=lambda i, j: explain_score(i, j, False))
-with after:
-    st.markdown(f"**{t('masks.after')}**")
-    heatmap(att.masked, PADDED, PADDED, key="after_map",
-            explain=lambda i, j: explain_score(i, j, True))
-formula(r"\tilde S = \frac{QK^\top}{\sqrt{d_k}} + M,\qquad A = \mathrm{softmax}(\tilde S)")
-left, right = st.columns([3, 2])
-with left:
-    st.markdown(f"**{t('masks.weights')}**")
-    heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
-            zmin=0, zmax=1, colorscale="Oranges")
-with right:
-    blocked = att.weights[~allowed]  # every weight whose key is blocked
-    if bool((blocked == 0).all()):
-        st.success(t("masks.zero_check", n=blocked.numel()), icon=":material/check_circle:")
-    else:
-        st.error(t("masks.zero_check_fail", n=blocked.numel()))
-    st.caption(t("masks.row_sums", sums=vec(att.weights.sum(-1))))
-    empty = [i for i in range(6) if not allowed[i].any()]
+    with exercise:
+        number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
+                        explain_weight(2, 2))
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{t('masks.after')}**")
+        heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score)
+    with right:
+        st.markdown(f"**{t('masks.weights')}**")
+        heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
+                zmin=0, zmax=1, colorscale="Oranges")
+    blocked = att.weights[~allowed]  # every weight whose key is blocked: [n_blocked]
+    exact = bool((blocked == 0).all())
+    (st.success if exact else st.error)(t("masks.zero_check" if exact else "masks.zero_check_fail",
+                                          n=blocked.numel(), sums=vec(att.weights.sum(-1))))
+    empty = [f"{PADDED[i]} ({i})" for i in range(N) if not allowed[i].any()]
     if empty:
-        st.warning(t("masks.empty_rows", rows=", ".join(f"{PADDED[i]} ({i})" for i in empty)),
-                   icon=":material/block:")
-
-predict_then_reveal(
-    "masks", t("masks.ex_question"),
-    [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
-    explanation=t("masks.ex_explain"),
-)
-footer_nav(stage)
+        st.warning(t("masks.empty_rows", rows=", ".join(empty)), icon=":material/block:")
+    st.caption(t("masks.not_explanation"))

@@ -1,16 +1,17 @@
-"""Stage 4 (masks): renders in both languages, shows the worked numbers, follows edits,
-and survives bad input."""
+"""Stage 4 (masks): renders in both languages, shows the worked facts of CURRICULUM.md
+section 4, follows edits and shared links, and survives bad input."""
 
 from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 import torch
 
 from tests.app.conftest import (
     BAD_CELLS,
+    _walk,
+    answer,
     assert_clean,
     click,
     explanations,
@@ -23,9 +24,9 @@ from tests.app.conftest import (
 from ui.i18n import catalogue
 
 PAGE = "pages/04_masks.py"
-PADDED = ["[PAD]", "[PAD]", "运费", "谁", "承担", "？"]
 Q0 = [[0.5, 0.5], [0.5, 0.5], [1, 0], [0, 1], [1, 1], [1, -1]]
 K0 = [[1, 1], [1, 1], [1, 0], [0, 1], [1, 1], [0.5, 0.5]]
+INF = "−∞"
 
 
 def fmt(v: float) -> str:
@@ -46,143 +47,161 @@ def expected_weights(q, k, causal: bool, pad: bool) -> list[list[str]]:
     return rows
 
 
-
-def weights_table(at) -> list[list[str]]:
-    return tables(at)[-1].values.tolist()  # the weights are the page's last table
-
-
-def text_of(frame: pd.DataFrame) -> list[list[str]]:
-    return frame.values.tolist()
+def cells(at, index: int) -> list[list[str]]:
+    """The page's tables in order: targets, causal M, mask in use, masked scores, weights."""
+    return tables(at)[index].values.tolist()
 
 
-def test_renders_in_both_languages(lang: str) -> None:
+def weights(at) -> list[list[str]]:
+    return cells(at, 4)
+
+
+def test_renders_in_both_languages_with_targets_and_the_chain_rule(lang: str) -> None:
     at = open_page(PAGE, lang)
     assert_clean(at)
     assert at.title[0].value.startswith("4 · ")
-    assert len(at.radio) == 1  # the exercise
-    assert "masks." not in page_text(at)  # no untranslated key
+    inputs, targets = cells(at, 0)
+    assert inputs == ["运费", "谁", "承担", "？", "商家"]
+    assert targets == ["谁", "承担", "？", "商家", "承担"]  # the inputs shifted by one
+    text = page_text(at)
+    assert r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})" in text
+    assert "P(承担 | 运费 谁 承担 ？ 商家)" in text
+    assert catalogue(lang)["masks.self_note"].format(word="商家", target="承担", pos=4) in text
+    assert next(n.proto.page for n in _walk(at.main) if n.type == "page_link") == "softmax"
 
 
-def test_causal_pattern_for_four_positions_is_lower_triangular() -> None:
+def test_causal_mask_is_shown_as_the_additive_m() -> None:
     at = open_page(PAGE)
-    causal = text_of(tables(at)[0])
-    assert causal == [["1" if j <= i else "0" for j in range(4)] for i in range(4)]
-    assert r"0 & -\infty & -\infty & -\infty" in page_text(at)
+    assert cells(at, 1) == [["0" if j <= i else INF for j in range(5)] for i in range(5)]
+    # No boolean 1/0 table beside it: "0" only ever means "may read".
+    for index in (1, 2):
+        assert not any(cell == "1" for row in cells(at, index) for cell in row)
 
 
-def test_combined_mask_blocks_padding_and_the_future() -> None:
+def test_mask_in_use_blocks_padding_and_the_future() -> None:
     at = open_page(PAGE)
-    combined = text_of(tables(at)[1])
-    assert combined == [["1" if 2 <= j <= i else "0" for j in range(6)] for i in range(6)]
+    mask = cells(at, 2)
+    assert mask == [["0" if 2 <= j <= i else INF for j in range(6)] for i in range(6)]
+    # The 4 real tokens' block is the causal pattern for 4 positions.
+    assert [row[2:] for row in mask[2:]] == [["0" if j <= i else INF for j in range(4)]
+                                             for i in range(4)]
 
 
-def test_default_scores_masked_scores_and_weights() -> None:
+def test_default_scores_and_weights() -> None:
     at = open_page(PAGE)
-    before, after = text_of(tables(at)[2]), text_of(tables(at)[3])
-    assert before[3][:4] == ["0.707", "0.707", "0.000", "0.707"]  # 谁 before the mask
-    assert after[3] == ["−∞", "−∞", "0.000", "0.707", "−∞", "−∞"]  # and after it
-    assert all(cell == "−∞" for cell in after[0] + after[1])
-    weights = weights_table(at)
-    assert weights == expected_weights(Q0, K0, causal=True, pad=True)
-    assert weights[3][2:4] == ["0.330", "0.670"]
-    assert weights[0] == weights[1] == ["0.000"] * 6  # fully blocked [PAD] rows
+    assert cells(at, 3)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
+    assert all(cell == INF for cell in cells(at, 3)[0] + cells(at, 3)[1])
+    w = weights(at)
+    assert w == expected_weights(Q0, K0, causal=True, pad=True)
+    assert w[3][2:4] == ["0.330", "0.670"]
+    assert w[0] == w[1] == ["0.000"] * 6  # fully blocked [PAD] rows
     text = page_text(at)
     assert "all 26 blocked weights are exactly 0" in text
     assert "[0.000, 0.000, 1.000, 1.000, 1.000, 1.000]" in text
     assert "Fully blocked rows: [PAD] (0), [PAD] (1)" in text
+    assert "allows only itself and earlier positions" in text
 
 
 def test_padding_off_lets_real_tokens_read_pad() -> None:
     at = open_page(PAGE)
-    at.toggle("pad").set_value(False).run()
+    at.toggle("masks.pad").set_value(False).run()
     assert_clean(at)
-    weights = weights_table(at)
-    assert weights == expected_weights(Q0, K0, causal=True, pad=False)
-    assert weights[2][:3] == ["0.333", "0.333", "0.333"]  # 运费 spreads onto both [PAD]
+    w = weights(at)
+    assert w == expected_weights(Q0, K0, causal=True, pad=False)
+    assert w[2][:3] == ["0.333", "0.333", "0.333"]  # 运费 spreads onto both [PAD]
     assert "Fully blocked rows" not in page_text(at)
+    assert at.query_params["masks.pad"] == "false"
 
 
-def test_causal_off_lets_rows_read_later_tokens() -> None:
-    at = open_page(PAGE, state={"causal": False})  # a shared link
+@pytest.mark.parametrize(("causal", "pad"), [(False, True), (False, False)])
+def test_shared_link_with_masks_switched_off(causal: bool, pad: bool) -> None:
+    params = {"masks.causal": str(causal).lower(), "masks.pad": str(pad).lower()}
+    at = open_page(PAGE, params=params)
     assert_clean(at)
-    assert weights_table(at) == expected_weights(Q0, K0, causal=False, pad=True)
-    assert text_of(tables(at)[1])[2] == ["0", "0", "1", "1", "1", "1"]
-    assert "[1.000, 1.000, 1.000, 1.000, 1.000, 1.000]" in page_text(at)
-
-
-def test_both_masks_off_allows_every_cell() -> None:
-    at = open_page(PAGE, state={"causal": False, "pad": False})
-    assert_clean(at)
-    assert text_of(tables(at)[1]) == [["1"] * 6 for _ in range(6)]
-    assert weights_table(at) == expected_weights(Q0, K0, causal=False, pad=False)
-    assert "all 0 blocked weights" in page_text(at)
+    assert weights(at) == expected_weights(Q0, K0, causal=causal, pad=pad)
+    blocked = sum(row.count(INF) for row in cells(at, 2))
+    assert f"all {blocked} blocked weights are exactly 0" in page_text(at)
 
 
 def test_editing_the_last_key_changes_only_the_last_row() -> None:
     at = open_page(PAGE)
-    before = weights_table(at)
-    k_new = [*K0[:5], [3, 0]]
-    at.text_input("K").input("1, 1; 1, 1; 1, 0; 0, 1; 1, 1; 3, 0").run()
+    before = weights(at)
+    at.text_input("masks.K").input("1, 1; 1, 1; 1, 0; 0, 1; 1, 1; 3, 0").run()
     assert_clean(at)
-    after = weights_table(at)
-    assert after[:5] == before[:5]
-    assert after[5] != before[5]
-    assert after == expected_weights(Q0, k_new, causal=True, pad=True)
+    after = weights(at)
+    assert after[:5] == before[:5] and after[5] != before[5]
+    assert after == expected_weights(Q0, [*K0[:5], [3, 0]], causal=True, pad=True)
 
 
 def test_shared_link_with_new_queries() -> None:
     q_new = [[0, 0], [0, 0], [1, 0], [2, 0], [0, 2], [1, 1]]
-    at = open_page(PAGE, state={"Q": "0, 0; 0, 0; 1, 0; 2, 0; 0, 2; 1, 1"})
+    at = open_page(PAGE, params={"masks.Q": "0, 0; 0, 0; 1, 0; 2, 0; 0, 2; 1, 1"})
     assert_clean(at)
-    assert weights_table(at) == expected_weights(q_new, K0, causal=True, pad=True)
+    assert weights(at) == expected_weights(q_new, K0, causal=True, pad=True)
 
 
-@pytest.mark.parametrize("key", ["Q", "K"])
-@pytest.mark.parametrize(
-    "bad", [*BAD_CELLS, "1, 0; 0, 1", "; ".join(["1, 2, 3"] * 6)],
-)
+@pytest.mark.parametrize("key", ["masks.Q", "masks.K"])
+@pytest.mark.parametrize("bad", [*BAD_CELLS, "1, 0; 0, 1", "; ".join(["1, 2, 3"] * 6)])
 def test_bad_matrix_input_shows_an_error_and_keeps_the_last_value(key: str, bad: str) -> None:
     at = type_bad(PAGE, key, bad)
     assert_clean(at)
-    assert weights_table(at) == expected_weights(Q0, K0, causal=True, pad=True)
+    assert weights(at) == expected_weights(Q0, K0, causal=True, pad=True)
 
 
-@pytest.mark.parametrize(("key", "bad"), [("causal", "maybe"), ("pad", 3), ("pad", None)])
-def test_bad_toggle_value_in_a_link_shows_an_error(key: str, bad: object) -> None:
-    at = open_page(PAGE, state={key: bad})
+@pytest.mark.parametrize("params", [{"masks.causal": "maybe"}, {"masks.pad": "3"},
+                                    {"masks.K": "1, x"}])
+def test_bad_link_value_gives_one_note_and_the_default(params: dict) -> None:
+    at = open_page(PAGE, params=params)
     assert_clean(at)
-    assert at.error
-    assert weights_table(at) == expected_weights(Q0, K0, causal=True, pad=True)
+    assert len(at.error) == 1
+    assert weights(at) == expected_weights(Q0, K0, causal=True, pad=True)
 
 
-def test_exercise_reveals_the_answer(lang: str) -> None:
+def test_choice_exercise_reveals_the_answer(lang: str) -> None:
     at = open_page(PAGE, lang)
-    reveal(at, "masks", 0)
-    assert_clean(at)
+    reveal(at, "masks.later", 0)
     explanation = catalogue(lang)["masks.ex_explain"]
     assert any(explanation in s.value for s in at.success)
+    assert "do not change in a single digit" in catalogue("en")["masks.ex_explain"]
+
+
+@pytest.mark.parametrize(("typed", "right"), [(1.0, True), (0.333, False)])
+def test_self_weight_exercise(lang: str, typed: float, right: bool) -> None:
+    at = open_page(PAGE, lang)
+    assert "a_{2,2}" not in explanations(at)  # the steps appear only after answering
+    answer(at, "masks.self", typed)
+    assert len(at.success) == 1 + (1 if right else 0)  # the zero check is a success too
+    steps = explanations(at)
+    assert "a_{2,2}" in steps and r"\frac{e^{0.707}}{e^{0.707}}" in steps  # reads only itself
+
+
+def test_self_weight_exercise_follows_the_padding_toggle() -> None:
+    at = open_page(PAGE, params={"masks.pad": "false"})
+    answer(at, "masks.self", 0.333)
+    assert any("0.333" in s.value for s in at.success)
 
 
 def test_clicked_cells_explain_themselves() -> None:
-    at = open_page(PAGE, state=click(("causal_map", 2, 1), ("mask_map", 0, 1),
-                                     ("before_map", 5, 3), ("after_map", 3, 1),
-                                     ("weights_map", 3, 3)))
+    at = open_page(PAGE, state=click(("masks.causal_map", 2, 1), ("masks.mask_map", 0, 1),
+                                     ("masks.scores_map", 5, 3), ("masks.weights_map", 3, 3)))
     assert_clean(at)
     text = explanations(at)
     assert "「承担」 (position 2) may read 「谁」 (position 1)" in text
+    assert "M_{2,1} = 0" in text
     assert "「[PAD]」 (position 0) may not read position 1 for two reasons" in text
-    assert r"$(1\cdot0 + -1\cdot1) / \sqrt{2} = -0.707$" in text  # before: no arrow
-    assert r"$(0\cdot1 + 1\cdot1) / \sqrt{2} = 0.707\ \rightarrow\ -\infty$" in text
-    assert "it is padding, not part of the request" in text
-    assert r"$a_{33} = e^{0.707} / (e^{0.000} + e^{0.707}) = 0.670$" in text
+    assert r"M_{0,1} = -\infty" in text
+    assert r"\frac{1\cdot0 + (-1)\cdot1}{\sqrt{2}} = \frac{-1.000}{1.414} = -0.707" in text
+    assert "a_{3,3}" in text and r"\frac{e^{0.707}}{e^{0.000} + e^{0.707}}" in text
+    assert r"\frac{2.028}{3.028} = 0.670" in text
 
 
-def test_clicked_blocked_and_empty_rows(lang: str) -> None:
-    at = open_page(PAGE, lang, state=click(("causal_map", 0, 3), ("weights_map", 0, 0)))
+def test_clicked_blocked_cells_and_empty_rows(lang: str) -> None:
+    at = open_page(PAGE, lang, params={"masks.scores_map": "3,4", "masks.weights_map": "0,0",
+                                       "masks.causal_map": "0,3"})
     assert_clean(at)
-    text = explanations(at)
-    cat = catalogue(lang)
+    text, cat = explanations(at), catalogue(lang)
     assert cat["masks.cell_future"].format(i="运费", j="？", pi=0, pj=3) in text
+    assert r"\tilde s_{3,4} = 0.707 + (-\infty) = -\infty" in text  # q_3·k_4/√2, then M
     assert cat["masks.cell_empty_row"].format(i="[PAD]", pi=0) in text
-    at = open_page(PAGE, lang, state=click(("weights_map", 3, 5)))
-    assert r"$a_{35} = 0$" in explanations(at)
+    at = open_page(PAGE, lang, params={"masks.weights_map": "3,5"})
+    assert r"a_{3,5} = e^{-\infty}" in explanations(at)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tinyformer.errors import ShapeError
-from tinyformer.masks import causal_mask, combine, padding_mask
+from tinyformer.masks import attention_mask, causal_mask, combine, padding_mask
 
 
 def test_causal_mask_reads_itself_and_the_past_only() -> None:
@@ -99,3 +99,47 @@ def test_additive_mask_matches_pytorch_float_masks():
     assert m[0, 1] == float("-inf") and m[1, 0] == 0 and m[3, 3] == 0
     ours = scaled_dot_product_attention(q, k, v, mask=allowed).output
     torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=m))
+
+
+# --- attention_mask: the mask a page switches on and off -------------------------------
+
+
+def test_attention_mask_causal_alone_is_the_causal_mask() -> None:
+    assert torch.equal(attention_mask(4), causal_mask(4))
+    assert attention_mask(4).int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0],
+                                                [1, 1, 1, 1]]
+
+
+def test_attention_mask_without_any_mask_allows_every_cell() -> None:
+    mask = attention_mask(3, causal=False)
+    assert mask.dtype == torch.bool and mask.shape == (3, 3) and bool(mask.all())
+
+
+def test_left_padded_request_never_reads_its_two_empty_positions() -> None:
+    """CURRICULUM 4: left-padded with 2 empty positions, both masks on."""
+    valid = torch.tensor([[False, False, True, True, True, True]])
+    both = attention_mask(6, causal=True, valid=valid)
+    assert both.shape == (1, 6, 6)
+    assert not bool(both[0, :, :2].any())  # no row reads a [PAD] key
+    assert torch.equal(both[0, 2:, 2:], causal_mask(4))  # the real tokens: causal, 4 positions
+    pad_only = attention_mask(6, causal=False, valid=valid)
+    assert torch.equal(pad_only, padding_mask(valid))
+    # The causal mask alone lets real tokens read the padding: it lies in their past.
+    assert bool(attention_mask(6, causal=True)[2, :2].all())
+
+
+def test_attention_mask_matches_pytorch_with_combined_masks() -> None:
+    """Both masks in tinyformer's attention agree with PyTorch's boolean attn_mask on the
+    rows that can read something (PyTorch gives NaN for fully blocked rows, we give 0)."""
+    import torch.nn.functional as F
+
+    from tinyformer.attention import scaled_dot_product_attention
+
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 6, 4, generator=gen) for _ in range(3))
+    valid = torch.tensor([[False, False, True, True, True, True]])
+    mask = attention_mask(6, causal=True, valid=valid)  # [1, 6, 6]
+    ours = scaled_dot_product_attention(q, k, v, mask=mask)
+    theirs = F.scaled_dot_product_attention(q[:, 2:], k, v, attn_mask=mask[:, 2:])
+    torch.testing.assert_close(ours.output[:, 2:], theirs)
+    assert bool((ours.weights[:, :2] == 0).all()) and bool((ours.output[:, :2] == 0).all())
