@@ -12,13 +12,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import state
-from ui.figures import matrix_frame
+from ui.figures import matrix_frame, png_config
 from ui.fmt import num
 from ui.i18n import t
 
 PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#868e96")
 CUT_COLOUR = "#ced4da"  # a bar removed by top-k / top-p
-_CONFIG = {"displayModeBar": False, "scrollZoom": False}
 
 
 def _layout(height: int, x_title: str, y_title: str, **extra) -> dict:
@@ -37,7 +36,8 @@ def _layout(height: int, x_title: str, y_title: str, **extra) -> dict:
 
 
 def _show(fig: go.Figure, key: str) -> None:
-    st.plotly_chart(fig, key=state.private(key, "chart"), config=_CONFIG, width="stretch")
+    st.plotly_chart(fig, key=state.private(key, "chart"), config=png_config(key),
+                    width="stretch")
 
 
 def bars(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from ui import state
+from ui import handout, state
 from ui.fmt import num
 from ui.i18n import t
 
@@ -20,6 +20,7 @@ def choice_exercise(name: str, question: str, options: Sequence[str], correct: i
                     explanation: str) -> None:
     """Multiple choice: pick one, press Reveal, read why."""
     key = state.kit_key(f"ex.{name}")
+    handout.add("exercise", (question, list(options), options[correct], explanation))
     with st.container(border=True):
         st.markdown(f"**{t('kit.exercise')}** · {question}")
         choice = st.radio(t("kit.your_prediction"), range(len(options)), index=None,
@@ -35,6 +36,7 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
                     tolerance: float = 0.005, decimals: int = 3) -> None:
     """Type a number (the tolerance is shown), press Check, then see the worked steps."""
     key = state.kit_key(f"ex.{name}")
+    handout.add("exercise", (question, None, num(answer, decimals), steps))
     with st.container(border=True):
         st.markdown(f"**{t('kit.exercise_number')}** · {question}")
         left, right = st.columns([2, 1], vertical_alignment="bottom")

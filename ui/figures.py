@@ -15,7 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import state
+from ui import handout, state
+from ui.classroom import presenting
 from ui.fmt import num
 from ui.i18n import t
 
@@ -60,7 +61,7 @@ def heatmap_figure(
         "texttemplate": "%{text}" if show_text else None, "hoverinfo": "skip",
         "showscale": False, "xgap": 1, "ygap": 1,
         # Plotly shrinks cell text to fit by default: too small to read on a projector.
-        "textfont": {"size": 13 if n_cols <= 8 else 11},
+        "textfont": {"size": _cell_font(n_cols)},
     }
     clicks = {
         "type": "scatter", "x": [j for _, j in cells], "y": [i for i, _ in cells],
@@ -95,6 +96,7 @@ def heatmap(
     key: str,
     explain: Callable[[int, int], str] | None = None,
     table: bool | None = None,
+    title: str = "",
     **style,
 ) -> tuple[int, int] | None:
     """Draw a heatmap; the clicked cell is outlined, explained by `explain`, and
@@ -104,16 +106,20 @@ def heatmap(
     opens with the same explanation, and it stays while that cell exists: an edit
     redraws the figure (Streamlit then forgets the chart's selection) but keeps it.
     Up to MAX_CELL_TEXT cells the exact numbers are written in the cells; a larger
-    matrix gets a table twin below, in an expander (table=True forces one).
+    matrix gets a table twin below, in an expander (table=True forces one). `title`,
+    when given, is written above the chart and names the table in the downloads.
     """
     n_rows, n_cols = len(y_labels), len(x_labels)
+    decimals = style.get("decimals", 3)
+    if title:
+        st.markdown(f"**{title}**")
+    handout.add_table(title, x_labels, _unique(y_labels),
+                      [[num(v, decimals) for v in row] for row in _rows(matrix)])
     url_key, chart_key = state.qualify(key), state.private(key, "chart")
     cell = _current_cell(url_key, chart_key, n_rows, n_cols)
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
-    st.plotly_chart(
-        fig, key=chart_key, on_select="rerun", selection_mode="points",
-        config={"displayModeBar": False, "scrollZoom": False}, width="stretch",
-    )
+    st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
+                    config=png_config(key), width="stretch")
     if explain is not None:
         if cell is None:
             st.caption(t("kit.click_cell"))
@@ -123,8 +129,15 @@ def heatmap(
         table = n_cols * n_rows > MAX_CELL_TEXT
     if table:
         with st.expander(t("kit.as_table")):
-            st.table(matrix_frame(matrix, x_labels, y_labels, style.get("decimals", 3)))
+            st.table(matrix_frame(matrix, x_labels, y_labels, decimals))
     return cell
+
+
+def png_config(name: str) -> dict:
+    """Plotly's own toolbar with one button: save the figure as a PNG."""
+    return {"displayModeBar": "hover", "modeBarButtons": [["toImage"]], "displaylogo": False,
+            "scrollZoom": False,
+            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": name}}
 
 
 def _current_cell(url_key: str, chart_key: str, n_rows: int, n_cols: int
@@ -156,6 +169,12 @@ _CELL_CODEC = state.Codec(
     valid=lambda cell: cell is None or (isinstance(cell, tuple) and len(cell) == 2
                                         and all(isinstance(v, int) for v in cell)),
 )
+
+
+def _cell_font(n_cols: int) -> int:
+    if presenting():
+        return 18 if n_cols <= 8 else 14
+    return 13 if n_cols <= 8 else 11
 
 
 def _outline(row: int, col: int) -> dict:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import handout
 from ui.i18n import t
 
 
 def formula(symbolic: str, live: str | None = None) -> None:
+    handout.add("formula", (symbolic, live))
     if live is None:
         st.latex(symbolic)
         return

@@ -1,5 +1,6 @@
-"""The one call every page starts with: config, language, sidebar, navigation, and
-a guard so that nothing escapes a page as Streamlit's own (English) crash screen.
+"""The one call every page starts with: config, language, sidebar, navigation, the
+classroom tools, and a guard so that nothing escapes a page as Streamlit's own
+(English) crash screen.
 
     with stage_page("softmax"):
         ...the page...
@@ -15,21 +16,24 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from ui import state
-from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, current_lang, resolve_lang, t
+from ui import classroom, handout, state
+from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, resolve_lang, t
 from ui.stages import HOME, Stage, all_pages, by_id, neighbours
 
 _LOG = logging.getLogger("tinyformer.pages")
 
 _LANG_WIDGET = "_lang_switch"
+_PRESENT_WIDGET = "_present_switch"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 DEVICE_PARAM = "device"
-# Long stage names wrap in the sidebar instead of ending in "…" (a projector is narrow).
 _CSS = """<style>
+/* Long stage names wrap in the sidebar instead of ending in "…". */
 [data-testid="stSidebar"] [data-testid="stPageLink-NavLink"] span,
 [data-testid="stSidebar"] [data-testid="stPageLink-NavLink"] p {
   white-space: normal; overflow: visible; text-overflow: clip;
 }
+/* No empty band above the title. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
 /* A formula wider than its column scrolls inside it instead of being cut off. */
 .katex-display { overflow-x: auto; overflow-y: hidden; padding: 2px 0; }
 </style>"""
@@ -53,32 +57,38 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     footer_nav(stage)
+    with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):
+        classroom.downloads(stage_id)
 
 
 def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool = False) -> None:
-    """A link to one of our pages in the current language.
+    """A link to one of our pages, in the current language (and presenter view).
 
     A page file that appeared after the server started is unknown to Streamlit (it
     scans pages/ once); its link is left out and logged rather than breaking the page.
     """
     try:
         st.page_link(page.path, label=label, icon=icon, disabled=disabled,
-                     query_params={LANG_PARAM: current_lang()})
+                     query_params=classroom.link_params())
     except StreamlitAPIException:
         _LOG.warning("no link to %s: Streamlit does not know the page", page.path)
 
 
 def setup_page(stage_id: str, *, uses_device: bool = False) -> Stage:
-    """Set up a page: config, language, sidebar with our navigation."""
+    """Set up a page: config, language, presenter view, sidebar with our navigation."""
     stage = by_id(stage_id)
     state.enter(stage_id)
     lang = resolve_lang()
+    presenting = classroom.resolve_presenting()
     st.set_page_config(
         page_title=f"tinyformer · {t(f'{stage_id}.title')}",
         page_icon=str(ICON),
         layout="wide",
-        initial_sidebar_state="expanded",
+        # "auto": open on a wide screen, closed on a phone, where it would cover the page.
+        initial_sidebar_state="collapsed" if presenting else "auto",
     )
+    st.html(_CSS)
+    classroom.page_chrome()
     _sidebar(stage, lang, uses_device)
     return stage
 
@@ -87,8 +97,11 @@ def _switch_language() -> None:
     st.query_params[LANG_PARAM] = st.session_state[_LANG_WIDGET]
 
 
+def _switch_presenter() -> None:
+    classroom.set_presenting(bool(st.session_state[_PRESENT_WIDGET]))
+
+
 def _sidebar(current: Stage, lang: str, uses_device: bool) -> None:
-    st.html(_CSS)
     with st.sidebar:
         st.session_state[_LANG_WIDGET] = lang
         st.segmented_control(
@@ -99,11 +112,17 @@ def _sidebar(current: Stage, lang: str, uses_device: bool) -> None:
             on_change=_switch_language,
             required=True,
         )
+        st.session_state[_PRESENT_WIDGET] = classroom.presenting()
+        st.toggle(t("kit.presenter"), key=_PRESENT_WIDGET, on_change=_switch_presenter,
+                  help=t("kit.presenter_help"))
         if uses_device:  # only pages that run a model read it
             _device_choice()
         st.markdown(f"**{t('kit.stages')}**")
         for page in all_pages():
             link_to(page, stage_label(page), icon=page.icon, disabled=page == current)
+        if not classroom.presenting():  # presenter view has it in its bar
+            with st.expander(t("kit.share"), icon=":material/qr_code_2:"):
+                classroom.share_panel()
         st.caption(t("kit.share_hint"))
 
 
@@ -132,8 +151,35 @@ def device_name() -> str:
 
 
 def header(stage: Stage) -> None:
-    st.title(stage_label(stage))
+    handout.start(stage.id, stage_label(stage), t(f"{stage.id}.lead"))
+    if classroom.presenting():
+        _presenter_bar(stage)
+    else:
+        st.title(stage_label(stage))
     st.markdown(t(f"{stage.id}.lead"))
+
+
+def _presenter_bar(stage: Stage) -> None:
+    """Always visible in presenter view: previous, the stage, next, share, exit."""
+    previous, following = neighbours(stage.id)
+    with st.container(key="presenter_bar", horizontal=True, vertical_alignment="center"):
+        with st.container(key="bar_prev", width="content"):
+            if previous is not None:
+                link_to(previous, "←", icon=None)
+        st.title(stage_label(stage), width="stretch")
+        with st.container(key="bar_next", width="content"):
+            if following is not None:
+                link_to(following, "→", icon=None)
+        with st.popover(t("kit.share"), icon=":material/qr_code_2:"):
+            classroom.share_panel()
+        st.button(t("kit.presenter_exit"), key="_present_exit", icon=":material/close:",
+                  on_click=classroom.set_presenting, args=(False,))
+
+
+def section(title: str) -> None:
+    """A section title (also the handout's)."""
+    st.subheader(title)
+    handout.add("section", title)
 
 
 def footer_nav(stage: Stage) -> None:
@@ -142,8 +188,8 @@ def footer_nav(stage: Stage) -> None:
     st.divider()
     left, right = st.columns(2)
     if previous is not None:
-        with left:
+        with left.container(key="nav_prev"):
             link_to(previous, f"← {stage_label(previous)}")
     if following is not None:
-        with right:
+        with right.container(key="nav_next"):
             link_to(following, f"{stage_label(following)} →")

@@ -1,0 +1,68 @@
+"""The classroom tools every page gets from the kit: presenter view, sharing by QR
+code, the state as JSON, the tables as CSV and the printable handout."""
+
+import csv
+import io
+import json
+import zipfile
+
+from tests.app.conftest import assert_clean, open_page, page_text
+from ui import classroom, handout
+
+PAGE = "pages/05_softmax.py"
+
+
+def test_presenter_view_from_the_url_keeps_its_links(lang):
+    at = open_page(PAGE, lang, params={"present": "1"})
+    assert_clean(at)
+    assert at.session_state["_present"] is True
+    links = at.main.get("page_link")
+    assert links and all("present=1" in (link.proto.query_string or "") for link in links)
+    assert "[1.340, 1.321]" in page_text(at)  # the same page, only laid out for a projector
+
+
+def test_presenter_switch_and_exit():
+    at = open_page(PAGE)
+    at.sidebar.toggle("_present_switch").set_value(True).run()
+    assert at.query_params["present"] == "1"
+    at.button("_present_exit").click().run()
+    assert "present" not in at.query_params
+    assert_clean(at)
+
+
+def test_share_panel_encodes_the_page_with_its_inputs():
+    at = open_page(PAGE, params={"hand.kB": "2, 0"})
+    at.sidebar.text_input("_share_address").input("http://192.168.1.20:8501").run()
+    url = at.session_state["_share_url"]
+    assert url.startswith("http://192.168.1.20:8501")
+    assert "hand.kB=2%2C+0" in url and "lang=en" in url
+    assert classroom.qr_png(url).startswith(b"\x89PNG")
+
+
+def test_state_json_opens_the_same_page_again():
+    at = open_page(PAGE, params={"hand.kB": "2, 0", "softmax.causal": "false"})
+    params = {key: at.query_params[key] for key in at.query_params}
+    saved = json.loads(classroom.state_json("softmax", "en", params, "http://x/softmax"))
+    again = open_page(PAGE, params=saved["params"])
+    assert page_text(again) == page_text(at)
+    assert "[0.660, 2.679]" in page_text(again)
+
+
+def test_every_table_of_the_page_as_csv():
+    at = open_page(PAGE)
+    record = at.session_state["_handout"]
+    files = zipfile.ZipFile(io.BytesIO(handout.tables_zip(record)))
+    assert len(files.namelist()) == 2  # the score table and the weight table
+    weights = list(csv.reader(io.StringIO(files.read(files.namelist()[1]).decode())))
+    assert weights[0] == ["", "运费", "谁", "承担", "？"]
+    assert weights[2][1:3] == ["0.330", "0.670"]
+
+
+def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
+    at = open_page(PAGE, lang)
+    record = at.session_state["_handout"]
+    page = handout.handout_html(record, {"made_from": "from", "answers": "ANSWERS"}, "http://x")
+    assert "<math" in page and "3.028" in page and "0.670" in page
+    answers = page.index("ANSWERS")
+    assert page.index("page-break-before") < answers
+    assert "0.330" in page[answers:]  # the numeric exercise's answer, on the last page

@@ -1,0 +1,162 @@
+"""The classroom around every page: presenter view, keyboard, sharing by QR code, and
+the downloads (the page's state as JSON, its tables as CSV, a printable handout).
+
+Presenter view (?present=1, or the sidebar switch): no sidebar or toolbar, larger type,
+a bar that always shows the stage and large previous / next buttons; the arrow keys
+move between stages and N / B through the steps of a worked example.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ui import handout
+from ui.i18n import LANG_PARAM, current_lang, t
+
+PRESENT_PARAM = "present"
+PUBLIC_URL_ENV = "TINYFORMER_PUBLIC_URL"  # the address the class uses, e.g. a LAN IP
+_PRESENT = "_present"
+_ADDRESS = "_share_address"
+
+_PRESENTER_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
+[data-testid="stHeader"], [data-testid="stToolbar"] { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding: 0.5rem 2rem 2rem; max-width: 100%; }
+[data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 20px !important; }
+[data-testid="stMain"] h1 { font-size: 2.2rem; }
+[data-testid="stMain"] .katex { font-size: 1.35em; }
+.st-key-presenter_bar { position: sticky; top: 0; z-index: 1000; background: #fff;
+  border-bottom: 1px solid #dee2e6; padding: 0.4rem 0; }
+.st-key-presenter_bar a, .st-key-presenter_bar button { font-size: 22px !important; }
+</style>"""
+
+# Arrow keys: previous / next stage (presenter view); N / B: next / previous step.
+# Keys typed into an input, or pressed on a focused slider, are left alone.
+_KEYS_JS = """<script>
+if (!window.__tinyformerKeys) {
+  window.__tinyformerKeys = true;
+  document.addEventListener("keydown", (event) => {
+    const target = event.target || {};
+    const tag = (target.tagName || "").toLowerCase();
+    if (["input", "textarea", "select"].includes(tag) || target.isContentEditable) return;
+    if ((target.getAttribute && target.getAttribute("role")) === "slider") return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const press = (selector) => {
+      const el = document.querySelector(selector);
+      if (el && !el.disabled) { el.click(); event.preventDefault(); }
+    };
+    const presenting = !!document.querySelector(".st-key-presenter_bar");
+    if (presenting && event.key === "ArrowRight") press(".st-key-bar_next a, .st-key-nav_next a");
+    if (presenting && event.key === "ArrowLeft") press(".st-key-bar_prev a, .st-key-nav_prev a");
+    if (event.key === "n" || event.key === "N") press('[class*="-step-next"] button');
+    if (event.key === "b" || event.key === "B") press('[class*="-step-back"] button');
+  });
+}
+</script>"""
+
+
+def resolve_presenting() -> bool:
+    """Presenter view from the URL (?present=1); kept in the session for the kit."""
+    on = st.query_params.get(PRESENT_PARAM) == "1"
+    st.session_state[_PRESENT] = on
+    return on
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(_PRESENT, False))
+
+
+def link_params() -> dict[str, str]:
+    """What every link between our pages carries: the language and presenter view."""
+    params = {LANG_PARAM: current_lang()}
+    if presenting():
+        params[PRESENT_PARAM] = "1"
+    return params
+
+
+def set_presenting(on: bool) -> None:
+    if on:
+        st.query_params[PRESENT_PARAM] = "1"
+    elif PRESENT_PARAM in st.query_params:
+        del st.query_params[PRESENT_PARAM]
+    st.session_state[_PRESENT] = on
+
+
+def page_chrome() -> None:
+    """Once per run: presenter styles (when on) and the keyboard handler."""
+    if presenting():
+        st.html(_PRESENTER_CSS)
+    st.html(_KEYS_JS, unsafe_allow_javascript=True)
+
+
+# --- Sharing -------------------------------------------------------------------------------
+def page_params() -> dict[str, str]:
+    return {key: st.query_params[key] for key in st.query_params}
+
+
+def share_url(base: str | None = None) -> str:
+    """The page's exact address as the class would open it: same stage, inputs, language."""
+    here = st.context.url or ""
+    address = (base or "").strip().rstrip("/")
+    if address:
+        path = here.split("//", 1)[-1].partition("/")[2] if "//" in here else ""
+        here = f"{address}/{path}" if path else address
+    query = urlencode(page_params())
+    return f"{here}?{query}" if query else here
+
+
+def qr_png(url: str) -> bytes:
+    import segno  # a well-kept, pure-Python QR encoder
+
+    buffer = io.BytesIO()
+    segno.make(url, error="m").save(buffer, kind="png", scale=10, border=2)
+    return buffer.getvalue()
+
+
+def share_panel() -> None:
+    """The page's address as a large QR code and as text, for the class to open."""
+    default = os.environ.get(PUBLIC_URL_ENV, "")
+    address = st.text_input(t("kit.share_address"), value=default, key=_ADDRESS,
+                            help=t("kit.share_address_help"), max_chars=200)
+    url = share_url(address)
+    st.session_state["_share_url"] = url  # what the QR code encodes (checked by tests)
+    st.image(qr_png(url), width=320)
+    st.code(url, language=None, wrap_lines=True)
+
+
+# --- Downloads -------------------------------------------------------------------------------
+def state_json(stage_id: str, lang: str, params: dict[str, str], url: str) -> str:
+    """The page's whole state: its URL parameters, and the link that opens it again."""
+    return json.dumps({"tinyformer": 1, "stage": stage_id, "lang": lang, "params": params,
+                       "url": url}, ensure_ascii=False, indent=2)
+
+
+def downloads(stage_id: str) -> None:
+    """State as JSON, every table as CSV (a zip), and the printable handout.
+
+    The files are made only when asked for (Streamlit then calls the function in
+    another thread, outside this run), so everything they need is captured now.
+    """
+    record = handout.current()
+    labels = {"made_from": t("kit.handout_from"), "answers": t("kit.handout_answers")}
+    url, params, lang = share_url(), page_params(), current_lang()
+    st.download_button(t("kit.download_state"),
+                       data=lambda: state_json(stage_id, lang, params, url),
+                       file_name=f"tinyformer-{stage_id}.json", mime="application/json",
+                       on_click="ignore", icon=":material/data_object:", key="_dl_state")
+    if record.tables():
+        st.download_button(t("kit.download_tables"), data=lambda: handout.tables_zip(record),
+                           file_name=f"tinyformer-{stage_id}-tables.zip",
+                           mime="application/zip", on_click="ignore",
+                           icon=":material/table:", key="_dl_tables")
+    st.download_button(
+        t("kit.download_handout"), on_click="ignore", icon=":material/print:",
+        data=lambda: handout.handout_html(record, labels, url),
+        file_name=f"tinyformer-{stage_id}-{lang}.html", mime="text/html",
+        key="_dl_handout")
