@@ -1,0 +1,286 @@
+"""Training: settings within bounds, a reproducible loss curve, stopping, saving, loading."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tinyformer.corpus import Corpus, generate, vocabulary
+from tinyformer.errors import ParameterError
+from tinyformer.train import (
+    CONFIG_FILE,
+    DEFAULT_SETTINGS,
+    IGNORE,
+    SETTING_BOUNDS,
+    WEIGHTS_FILE,
+    TrainSettings,
+    check_settings,
+    encode_examples,
+    evaluate,
+    greedy_answers,
+    heldout_losses,
+    load_model,
+    payer_named,
+    save_model,
+    train,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = TrainSettings(layers=2, width=16, heads=2, steps=6, learning_rate=1e-2, batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def small_corpus() -> Corpus:
+    """A slice of the real split keeps the held-out evaluation quick."""
+    split = generate()
+    return Corpus(split.seed, split.heldout_fraction, split.train, split.heldout[:40])
+
+
+@pytest.fixture(scope="module")
+def tiny_result(small_corpus):
+    return train(TINY, report_every=1, corpus=small_corpus)
+
+
+def _curve(result) -> list[tuple[int, float, float, float]]:
+    return [(p.step, p.train_loss, p.heldout_loss, p.heldout_answer_loss) for p in result.history]
+
+
+def test_same_seed_same_loss_curve_and_weights(small_corpus, tiny_result) -> None:
+    again = train(TINY, report_every=1, corpus=small_corpus)
+    assert _curve(again) == _curve(tiny_result)  # exact floats, not approximately
+    a, b = tiny_result.model.state_dict(), again.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_another_seed_gives_another_curve(small_corpus, tiny_result) -> None:
+    other = train(replace(TINY, seed=1), report_every=1, corpus=small_corpus)
+    assert _curve(other) != _curve(tiny_result)
+
+
+def test_reports_every_step_asked_and_the_last(small_corpus) -> None:
+    seen = []
+    result = train(replace(TINY, steps=5), seen.append, report_every=2, corpus=small_corpus)
+    assert [p.step for p in seen] == [2, 4, 5] == [p.step for p in result.history]
+    assert all(p.steps == 5 and p.seconds >= 0 for p in seen)
+    assert not result.stopped and result.steps_done == 5
+
+
+def test_callback_can_stop_training(small_corpus, tiny_result) -> None:
+    result = train(TINY, lambda p: p.step == 3, report_every=1, corpus=small_corpus)
+    assert result.stopped and result.steps_done == 3 and len(result.history) == 3
+    assert _curve(result) == _curve(tiny_result)[:3]  # the same run, cut short
+
+
+def test_training_lowers_the_heldout_loss(tiny_result) -> None:
+    first, last = tiny_result.history[0], tiny_result.history[-1]
+    assert last.heldout_loss < first.heldout_loss
+    assert first.heldout_loss < torch.log(torch.tensor(float(len(vocabulary())))) + 1
+
+
+def test_threads_setting_is_restored(small_corpus) -> None:
+    before = torch.get_num_threads()
+    train(replace(TINY, steps=1), corpus=small_corpus, threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_the_reported_losses_are_cross_entropies(tiny_result, small_corpus) -> None:
+    data = encode_examples(small_corpus.heldout, vocabulary())
+    logits, _ = tiny_result.model(data.inputs)  # [B, L-1, V]
+    flat = F.cross_entropy(logits.flatten(0, 1), data.targets.flatten(), ignore_index=IGNORE)
+    answer_targets = data.targets.masked_fill(~data.answer, IGNORE)
+    answer = F.cross_entropy(logits.flatten(0, 1), answer_targets.flatten(), ignore_index=IGNORE)
+    total, answer_only = heldout_losses(tiny_result.model, data)
+    assert total == pytest.approx(float(flat), rel=1e-5)
+    assert answer_only == pytest.approx(float(answer), rel=1e-5)
+    assert tiny_result.history[-1].heldout_loss == pytest.approx(total, rel=1e-5)
+
+
+def test_targets_are_the_next_characters_and_the_answer_mask_covers_the_answer() -> None:
+    examples = generate().heldout[:3]
+    vocab = vocabulary()
+    data = encode_examples(examples, vocab)
+    for row, ex in enumerate(examples):
+        n = len(ex.text)
+        assert vocab.decode(data.inputs[row, : n - 1]) == ex.text[:-1]
+        assert vocab.decode(data.targets[row, : n - 1]) == ex.text[1:]
+        assert (data.targets[row, n - 1 :] == IGNORE).all()
+        assert vocab.decode(data.targets[row][data.answer[row]]) == ex.answer
+
+
+def test_greedy_answers_match_a_step_by_step_argmax(tiny_result) -> None:
+    model, vocab = tiny_result.model, tiny_result.vocab
+    questions = [ex.question for ex in generate().heldout[:4]]
+    batched = greedy_answers(model, vocab, questions, n_new=3)
+    for question, answer in zip(questions, batched, strict=True):
+        ids = list(vocab.encode(question).ids)
+        for _ in range(3):
+            logits, _ = model(torch.tensor(ids))
+            ids.append(int(logits[0, -1].argmax()))
+        assert vocab.decode(ids[len(question) :]) == answer
+
+
+def test_evaluate_counts_answers_that_name_the_right_payer(tiny_result, small_corpus) -> None:
+    examples = small_corpus.heldout
+    answers = greedy_answers(tiny_result.model, tiny_result.vocab, [e.question for e in examples])
+    ev = evaluate(tiny_result.model, tiny_result.vocab, examples)
+    pairs = list(zip(answers, examples, strict=True))
+    assert ev.correct == sum(payer_named(a) == e.payer for a, e in pairs)
+    assert ev.exact == sum(a == e.answer for a, e in pairs)
+    assert ev.n == len(examples) and len(ev.wrong) == ev.n - ev.correct
+    assert ev.accuracy == ev.correct / ev.n
+
+
+def test_payer_named() -> None:
+    assert payer_named("商家承担。") == "merchant"
+    assert payer_named("买家承担。") == "buyer"
+    assert payer_named("家承担。") is None and payer_named("") is None
+
+
+# --- settings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "bounds"), SETTING_BOUNDS.items())
+def test_each_setting_is_bounded(name: str, bounds: tuple[float, float]) -> None:
+    low, high = bounds
+    is_float = isinstance(getattr(DEFAULT_SETTINGS, name), float)
+    for bad in (low - (low * 0.5 if is_float else 1), high * 2 if is_float else high + 1):
+        with pytest.raises(ParameterError) as err:
+            check_settings(replace(DEFAULT_SETTINGS, **{name: bad}))
+        assert err.value.key == "train_setting_range"
+        assert err.value.values["name"] == name
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("layers", 2.0), ("steps", True), ("width", "32"), ("learning_rate", float("nan"))],
+)
+def test_settings_of_the_wrong_kind_are_keyed_errors(name: str, value: object) -> None:
+    with pytest.raises(ParameterError) as err:
+        check_settings(replace(DEFAULT_SETTINGS, **{name: value}))
+    assert err.value.key == "train_setting_type" and err.value.values["name"] == name
+
+
+def test_width_must_split_into_heads_and_devices_are_checked() -> None:
+    with pytest.raises(ParameterError) as err:
+        train(replace(TINY, width=18, heads=4))
+    assert err.value.key == "train_width_heads"
+    with pytest.raises(ParameterError) as err:
+        check_settings(replace(TINY, device="tpu"))
+    assert err.value.key == "train_device_unknown"
+    if not torch.cuda.is_available():
+        with pytest.raises(ParameterError) as err:
+            check_settings(replace(TINY, device="cuda"))
+        assert err.value.key == "train_device_unavailable"
+
+
+def test_bad_report_interval_and_threads_are_keyed_errors() -> None:
+    with pytest.raises(ParameterError) as err:
+        train(TINY, report_every=0)
+    assert err.value.key == "train_report_every"
+    with pytest.raises(ParameterError) as err:
+        train(TINY, threads=0)
+    assert err.value.key == "train_threads"
+
+
+def test_defaults_are_valid_and_hashable() -> None:
+    assert check_settings(DEFAULT_SETTINGS) is DEFAULT_SETTINGS
+    assert {DEFAULT_SETTINGS: 1}[TrainSettings()] == 1  # equal settings can reuse a result
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_training_on_cuda_starts_like_the_cpu_and_returns_a_cpu_model(
+    small_corpus, tiny_result
+) -> None:
+    """Same initial weights (drawn on the CPU) and same batches: the same first loss."""
+    result = train(replace(TINY, device="cuda"), report_every=1, corpus=small_corpus)
+    assert result.model.device.type == "cpu"
+    first_cpu, first_cuda = tiny_result.history[0], result.history[0]
+    assert first_cuda.train_loss == pytest.approx(first_cpu.train_loss, rel=1e-4)
+    assert result.steps_done == TINY.steps
+
+
+# --- saving and loading ----------------------------------------------------------------
+
+
+def test_save_then_load_gives_the_same_model(tiny_result, tmp_path: Path) -> None:
+    weights, config_path = save_model(tiny_result, tmp_path)
+    assert weights.read_bytes()[8:9] == b"{"  # safetensors: a length, then a JSON header
+    loaded = load_model(tmp_path)
+    assert loaded.settings == TINY and loaded.vocab == tiny_result.vocab
+    ids = torch.tensor(tiny_result.vocab.encode("商品有质量问题，运费谁承担？").ids)
+    assert torch.equal(loaded.model(ids)[0], tiny_result.model(ids)[0])
+    config = json.loads(config_path.read_text("utf-8"))
+    assert config["heldout"]["correct"] == tiny_result.heldout.correct
+
+
+def test_loading_checks_the_files(tiny_result, tmp_path: Path) -> None:
+    with pytest.raises(ParameterError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "trained_model_missing"
+    weights, config_path = save_model(tiny_result, tmp_path)
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one flipped bit in the last weight
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ParameterError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "trained_model_invalid"
+    save_model(tiny_result, tmp_path)
+    config = json.loads(config_path.read_text("utf-8"))
+    config["model"]["width"] = 10**6
+    config_path.write_text(json.dumps(config), "utf-8")
+    with pytest.raises(ParameterError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "trained_model_invalid"
+
+
+def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_path) -> None:
+    save_model(tiny_result, tmp_path)
+    other = train(replace(TINY, steps=1, width=8), corpus=generate())
+    save_model(other, tmp_path / "other")
+    (tmp_path / WEIGHTS_FILE).write_bytes((tmp_path / "other" / WEIGHTS_FILE).read_bytes())
+    config_path = tmp_path / CONFIG_FILE
+    config = json.loads(config_path.read_text("utf-8"))
+    config["weights_sha256"] = json.loads((tmp_path / "other" / CONFIG_FILE).read_text("utf-8"))[
+        "weights_sha256"
+    ]
+    config_path.write_text(json.dumps(config), "utf-8")
+    with pytest.raises(ParameterError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "trained_model_invalid"
+
+
+# --- translations ----------------------------------------------------------------------
+
+OWN_MODULES = ("corpus", "bpe", "train", "probe")
+
+
+def _raised_keys() -> set[str]:
+    keys = set()
+    for name in OWN_MODULES:
+        source = (ROOT / "tinyformer" / f"{name}.py").read_text("utf-8")
+        keys |= set(re.findall(r'ParameterError\(\s*"([a-z0-9_]+)"', source))
+    return keys
+
+
+def test_every_error_key_is_translated_in_both_languages() -> None:
+    keys = _raised_keys()
+    assert len(keys) > 20
+    catalogues = {}
+    for lang in ("zh", "en"):
+        path = ROOT / "assets" / "i18n" / "staging" / f"trained.{lang}.toml"
+        catalogues[lang] = tomllib.loads(path.read_text("utf-8"))["errors"]
+        assert keys <= set(catalogues[lang]), keys - set(catalogues[lang])
+    for key in keys:
+        zh, en = (
+            {n for _, n, _, _ in string.Formatter().parse(catalogues[lang][key]) if n}
+            for lang in ("zh", "en")
+        )
+        assert zh == en, key
