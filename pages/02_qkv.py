@@ -1,179 +1,148 @@
-"""Stage 2: Q, K, V are three projections of the same rows X; compare with X itself."""
+"""Stage 2: Q, K and V are three different projections of the same rows X."""
 
 import streamlit as st
 import torch
 
-from tinyformer.errors import TinyformerError
-from tinyformer.projection import identity_qkv, most_asymmetric_pair, project_qkv, random_setup
-from ui.exercise import predict_then_reveal
-from ui.figures import diverging, heatmap, matrix_frame
-from ui.fmt import dot_terms, latex_matrix, latex_vec, num
+from tinyformer import projection as pj
+from ui import explain
+from ui.example import Q1_WORDS, Q2_WORDS, TAIL4, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import diverging, heatmap
+from ui.fmt import latex_matrix, latex_vec, num, places, term
 from ui.formula import formula
 from ui.i18n import t
-from ui.inputs import matrix_input
-from ui.notes import model_error, random_weights_note
-from ui.page import footer_nav, header, setup_page
+from ui.inputs import choice, matrix_input, number, toggle
+from ui.notes import random_weights_note, shown_errors
+from ui.page import stage_page
 
-stage = setup_page("qkv")
-header(stage)
-
-TOKENS = ["运费", "谁", "承担", "？"]
-X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]
-W_DEFAULTS = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
-              "Wv": [[1, 0], [0, 2], [1, 1]]}
-NAMES = {"q": ("Q", "W_q"), "k": ("K", "W_k"), "v": ("V", "W_v")}
+X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
+W_DEFAULTS = {"q": [[-1, 0], [0, 1], [0, 0]], "k": [[0, 1], [1, 0], [0, 2]],
+              "v": [[1, 0], [0, 2], [1, 1]]}
+WORD, OTHER = "运费", "谁"
+cell = explain.cell_name
 
 
-@st.cache_data(max_entries=128)
-def random_example(d: int, d_k: int, seed: int):
-    return random_setup(len(TOKENS), d, d_k, torch.Generator().manual_seed(seed))
+def scores_map(trace, q: str, k: str, name: str, icon: str) -> None:
+    """A score table, what it shows (symmetry, best matches), and its note."""
+    st.markdown(f"**{t(f'qkv.scores_{name}')}**")
+    heatmap(trace.scores, TAIL4, TAIL4, key=f"s_{name}", **diverging(trace.scores),
+            explain=lambda i, j: explain.dot(t("qkv.cell_score", i=TAIL4[i], j=TAIL4[j]),
+                                             cell("s", i, j), trace.q[i], trace.k[j],
+                                             trace.scores[i, j], lhs=rf"{q}_{i} \cdot {k}_{j}"))
+    a, b = pj.most_asymmetric_pair(trace.scores)  # the pair whose two readings differ most
+    best = t("qkv.list_sep").join(f"{TAIL4[r]} → {TAIL4[c]}"
+                                  for r, c in enumerate(trace.best_key.tolist()))
+    st.markdown(t("qkv.symmetric_yes" if trace.symmetric else "qkv.symmetric_no", i=TAIL4[a],
+                  j=TAIL4[b], ij=num(trace.scores[a, b]), ji=num(trace.scores[b, a])) + " "
+                + t("qkv.best_keys", pairs=best, count=int(trace.self_best.sum())))
+    st.info(t(f"qkv.{name}_note"), icon=icon)
 
 
-def places(values: torch.Tensor) -> int:
-    """Decimals an input needs (0 for integers, at most 3): 1 shows as 1, not 1.000."""
-    return next((p for p in range(3) if torch.equal(values, torch.round(values, decimals=p))), 3)
+def short_vec(v: torch.Tensor) -> str:
+    """A row vector; beyond 6 numbers the middle is elided (the heatmaps show them all)."""
+    parts = [num(e) for e in v] if v.numel() <= 6 else [*map(num, v[:3]), r"\cdots", num(v[-1])]
+    return r"\begin{bmatrix}" + " & ".join(parts) + r"\end{bmatrix}"
 
 
-def row_vec(values: torch.Tensor, decimals: int = 3) -> str:
-    """A row vector; beyond 8 entries the middle is elided (the heatmap shows them all)."""
-    if values.numel() <= 8:
-        return latex_vec(values, decimals)
-    head, tail = latex_vec(values[:4], decimals), latex_vec(values[-2:], decimals)
-    return head.replace(r"\end{bmatrix}", r" & \cdots & ") + tail.split("}", 1)[1]
+def average_cell(who: str, sentence, j: int) -> str:
+    """Column j of a plain average: the mean of column j of every v row of the sentence."""
+    column = sentence.qkv.v[:, j]  # [N]
+    terms = " + ".join(term(v, 3) for v in column)
+    return explain.formula(t("qkv.cell_avg", who=who, n=len(column)), rf"\bar v_{{{j}}} = "
+                           rf"\frac{{{terms}}}{{{len(column)}}} = {num(sentence.average[0, j])}")
 
 
-# --- Inputs: hand-sized X and matrices, or random larger ones -------------------------
-st.subheader(t("qkv.inputs_title"))
-if st.toggle(t("qkv.random"), key="rand", bind="query-params"):
-    st.markdown(t("qkv.random_lead"))
-    c1, c2, c3 = st.columns(3)
-    d = c1.slider(t("qkv.d"), 2, 16, 8, key="dx", bind="query-params")
-    d_k = c2.slider(t("qkv.d_k"), 1, 16, 4, key="dqk", bind="query-params")
-    seed = c3.slider(t("qkv.seed"), 0, 999, 0, key="wseed", bind="query-params")
-    setup = random_example(d, d_k, seed)
-    x, w_q, w_k, w_v = setup.x, setup.w_q, setup.w_k, setup.w_v
-    random_weights_note()
-    with st.expander(t("qkv.random_numbers")):
-        for name, matrix, labels in (("X", x, TOKENS), ("W_q", w_q, None), ("W_k", w_k, None),
-                                     ("W_v", w_v, None)):
-            st.markdown(f"**{name}** [{matrix.shape[0]} × {matrix.shape[1]}]")
-            st.table(matrix_frame(matrix, [str(j) for j in range(matrix.shape[1])],
-                                  labels or [str(r) for r in range(matrix.shape[0])], 2))
-else:
-    st.markdown(t("qkv.inputs_lead"))
-    cols = st.columns(4)
-    with cols[0]:
-        x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
-        st.latex(rf"X = {latex_matrix(x, places(x))}")
-    matrices = []
-    for col, (key, default) in zip(cols[1:], W_DEFAULTS.items(), strict=True):
-        with col:
-            matrices.append(matrix_input(key, f"W_{key[1]} [3 × 2]", default, rows=3))
-            st.latex(rf"W_{key[1]} = {latex_matrix(matrices[-1], places(matrices[-1]))}")
-    w_q, w_k, w_v = matrices
-same = st.toggle(t("qkv.same"), key="same", bind="query-params")
-
-try:
-    proj, plain = project_qkv(x, w_q, w_k, w_v), identity_qkv(x)
-except TinyformerError as error:  # shapes are fixed by the inputs; kept as a safety net
-    model_error(error)
-    footer_nav(stage)
-    st.stop()
-shown = plain if same else proj
-dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
-
-# --- Q, K and V side by side -----------------------------------------------------------
-st.subheader(t("qkv.qkv_title"))
-st.markdown(t("qkv.qkv_lead_same") if same else t("qkv.qkv_lead"))
-weights = {"q": w_q, "k": w_k, "v": w_v}
-
-
-def explainer(name: str):
-    def explain(i: int, j: int) -> str:
-        value = num(getattr(shown, name)[i, j])
-        if same:
-            return t("qkv.cell_same", token=TOKENS[i], name=name, j=j) + (
-                f"\n\n${name}_{{{i}}}[{j}] = x_{{{i}}}[{j}] = {value}$")
-        w = weights[name]
-        return t("qkv.cell_proj", token=TOKENS[i], name=name, j=j, matrix=NAMES[name][1]) + (
-            f"\n\n${name}_{{{i}}}[{j}] = x_{{{i}}} \\cdot {NAMES[name][1]}[:, {j}] = "
-            f"{dot_terms(x[i], w[:, j])} = {value}$")
-    return explain
-
-
-width = shown.q.shape[-1]
-columns = st.columns(3) if width <= 4 else [st.container() for _ in range(3)]
-for col, name in zip(columns, NAMES, strict=True):
-    with col:
-        st.markdown(f"**{NAMES[name][0]}** [{len(TOKENS)} × {width}]")
-        heatmap(getattr(shown, name), [str(j) for j in range(width)], TOKENS,
-                key=f"{name}_map", explain=explainer(name), **diverging(shown.q, shown.k, shown.v))
-
-# --- The formula for one row -----------------------------------------------------------
-st.subheader(t("qkv.formula_title"))
-st.markdown(t("qkv.formula_lead"))
-i = st.radio(t("qkv.row"), range(len(TOKENS)), format_func=TOKENS.__getitem__, key="row",
-             bind="query-params", horizontal=True)
-small = x.shape[-1] <= 6 and width <= 6  # larger sizes: write the names, not every number
-size = "" if small else r"\footnotesize "
-if same:
-    formula(r"Q = K = V = X,\qquad q_i = k_i = v_i = x_i",
-            size + rf"q_{{{i}}} = k_{{{i}}} = v_{{{i}}} = x_{{{i}}} = {row_vec(x[i], dec)}")
-else:
-    xi = latex_vec(x[i], dec) if small else f"x_{{{i}}}"
-    for name, (big, w_name) in NAMES.items():
-        w = latex_matrix(weights[name], dec) if small else w_name
-        formula(rf"{big} = X{w_name},\qquad {name}_i = x_i {w_name}",
-                size + rf"{name}_{{{i}}} = {xi}\,{w} = {row_vec(getattr(proj, name)[i])}")
-
-# --- What separate projections add: the score table with and without them ------------
-st.subheader(t("qkv.scores_title"))
-st.markdown(t("qkv.scores_lead"))
-
-
-def score_explainer(trace, q_name: str, k_name: str):
-    def explain(a: int, b: int) -> str:
-        return t("qkv.cell_score", i=TOKENS[a], j=TOKENS[b]) + (
-            f"\n\n$s_{{{a},{b}}} = {q_name}_{{{a}}} \\cdot {k_name}_{{{b}}} = "
-            f"{dot_terms(trace.q[a], trace.k[b])} = {num(trace.scores[a, b])}$")
-    return explain
-
-
-def observations(trace) -> None:
-    a, b = most_asymmetric_pair(trace.scores)
-    if trace.symmetric:
-        st.markdown(t("qkv.symmetric_yes", i=TOKENS[a], j=TOKENS[b]))
+with stage_page("qkv"):
+    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
+    gloss(TAIL4)
+    st.subheader(t("qkv.inputs_title"))
+    if toggle("rand", t("qkv.random"), False):
+        with st.container(horizontal=True, gap="large"):
+            d = number("d", t("qkv.d"), 2, 16, 8, gesture="slider")
+            d_k = number("dk", t("qkv.d_k"), 1, 16, 4, gesture="slider")
+            seed = number("seed", t("qkv.seed"), 0, 999, 0, gesture="slider")
+        st.markdown(t("qkv.random_lead"))
+        random_weights_note()
+        x, w_q, w_k, w_v = pj.random_setup(len(TAIL4), d, d_k, torch.Generator().manual_seed(seed))
     else:
-        st.markdown(t("qkv.symmetric_no", i=TOKENS[a], j=TOKENS[b],
-                      ij=num(trace.scores[a, b]), ji=num(trace.scores[b, a])))
-    st.markdown(t("qkv.self_best", count=int(trace.self_best.sum()), n=len(TOKENS)) + " "
-                + t("qkv.best_keys", pairs=t("qkv.list_sep").join(
-                    f"{TOKENS[r]} → {TOKENS[c]}" for r, c in enumerate(trace.best_key.tolist()))))
+        seed = 0
+        st.markdown(t("qkv.inputs_lead"))
+        cols = st.columns(4)
+        with cols[0]:
+            x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
+            st.latex(rf"X = {latex_matrix(x, places(x))}")
+        ws = []
+        for col, (n, default) in zip(cols[1:], W_DEFAULTS.items(), strict=True):
+            with col:
+                ws.append(matrix_input(f"W{n}", f"W_{n} [3 × 2]", default, rows=3, sliders=True,
+                                       slider_labels=[f"W_{n}[{r},{c}]" for r in (0, 1, 2)
+                                                      for c in (0, 1)]))
+                st.latex(rf"W_{n} = {latex_matrix(ws[-1], places(ws[-1]))}")
+        w_q, w_k, w_v = ws
+    proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
+    dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
 
+    # --- Q, K and V side by side, and the formula for one row --------------------------
+    st.subheader(t("qkv.qkv_title"))
+    st.markdown(t("qkv.qkv_lead"))
+    places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
+    for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):
+        with col:
+            st.markdown(f"**{name.upper()} = X W_{name}** [{len(TAIL4)} × {w.shape[1]}]")
+            out = getattr(proj, name)  # [4, d_k]; a click shows x_i · W[:, j]
+            heatmap(out, [str(j) for j in range(out.shape[1])], TAIL4, key=f"{name}_map",
+                    **diverging(out), explain=lambda i, j, n=name, w=w, out=out: explain.dot(
+                        t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
+                        w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
+    i = choice("row", t("qkv.row"), list(range(len(TAIL4))), 0, format_func=TAIL4.__getitem__)
+    small = x.shape[1] <= 6 and proj.q.shape[1] <= 6  # larger: names, not every number
+    for name, w in (("q", w_q), ("k", w_k), ("v", w_v)):
+        formula(rf"{name.upper()} = XW_{name},\quad {name}_i = x_i W_{name}",
+                rf"{name}_{{{i}}} = " + (rf"{latex_vec(x[i], dec)}{latex_matrix(w, dec)}" if small
+                                         else rf"x_{{{i}}} W_{name}")
+                + f" = {short_vec(getattr(proj, name)[i])}")
 
-scale = diverging(proj.scores, plain.scores)
-left, right = st.columns(2)
-with left:
-    st.markdown(f"**{t('qkv.scores_proj')}**")
-    heatmap(proj.scores, TOKENS, TOKENS, key="s_proj", explain=score_explainer(proj, "q", "k"),
-            **scale)
-    observations(proj)
-    st.info(t("qkv.proj_note"), icon=":material/call_split:")
-with right:
-    st.markdown(f"**{t('qkv.scores_same')}**")
-    heatmap(plain.scores, TOKENS, TOKENS, key="s_same", explain=score_explainer(plain, "x", "x"),
-            **scale)
-    observations(plain)
-    st.info(t("qkv.same_note"), icon=":material/flip:")
-st.info(t("qkv.v_note"), icon=":material/output:")
+    # --- Exercises first, then the score table that answers them ------------------------
+    number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]), float(proj.scores[3, 0]),
+                    explain.dot(t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
+                                proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
+    choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"), t("qkv.ex_c")],
+                    correct=1, explanation=t("qkv.ex_explain"))
+    st.subheader(t("qkv.scores_title"))
+    st.markdown(t("qkv.scores_lead"))
+    left, right = st.columns(2)
+    with left:
+        scores_map(proj, "q", "k", "proj", ":material/call_split:")
+    with right:
+        scores_map(plain, "x", "x", "same", ":material/flip:")
+    st.info(t("qkv.v_note"), icon=":material/output:")
 
-# --- Exercise: must A reading B score like B reading A? ------------------------------
-a, b = most_asymmetric_pair(proj.scores)
-ab, ba = num(proj.scores[a, b]), num(proj.scores[b, a])
-values = {"a": TOKENS[a], "b": TOKENS[b], "ab": ab, "ba": ba, "xx": num(plain.scores[a, b])}
-predict_then_reveal(
-    "qkv", t("qkv.ex_question", **values),
-    [t("qkv.ex_same", ab=ab), t("qkv.ex_other")], correct=1,
-    explanation=t("qkv.ex_explain_diff" if ab != ba else "qkv.ex_explain_same", **values),
-)
-footer_nav(stage)
+    # --- Why mix at all: 运费 in both questions ------------------------------------------
+    st.subheader(t("qkv.why_title"))
+    gloss(Q1_WORDS + Q2_WORDS)
+    with shown_errors():
+        cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
+                           torch.Generator().manual_seed(seed), w_q, w_k, w_v)
+        others = t("qkv.list_sep").join(f"「{w}」" for w in cmp.rows if w not in TAIL4)
+        st.caption(t("qkv.context_rows", words=others))
+        random_weights_note()
+        left, right = st.columns(2)
+        with left:
+            st.markdown(t("qkv.why_rows", word=WORD))
+            sides = ((t("qkv.question", n=1), cmp.a), (t("qkv.question", n=2), cmp.b))
+            names = [f"{WORD} · {n} · {q}" for n in "qkv" for q, _ in sides]
+            per_row = torch.stack([row for n in "qkv" for row in cmp.rows_of(n)])  # [6, d_k]
+            heatmap(per_row, [str(j) for j in range(per_row.shape[1])], names, key="ctx_map",
+                    **diverging(per_row), explain=lambda r, j: explain.dot(
+                        t("qkv.cell_ctx", who=names[r], word=WORD),
+                        cell("qkv"[r // 2], sides[r % 2][1].at(WORD), j), cmp.rows[WORD],
+                        (w_q, w_k, w_v)[r // 2][:, j], per_row[r, j]))
+            st.success(t("qkv.same_rows", word=WORD, gap=num(cmp.gap)), icon=":material/equal:")
+        with right:
+            st.markdown(t("qkv.why_average", word=WORD))
+            picks = [(q, s, w) for q, s in sides for w in (WORD, OTHER)]
+            avg = torch.stack([s.average[s.at(w)] for _, s, w in picks])  # [4, d_v]
+            labels = [f"{w} · {q}" for q, _, w in picks]
+            heatmap(avg, [str(j) for j in range(avg.shape[1])], labels, key="avg_map",
+                    **diverging(avg), explain=lambda r, j: average_cell(labels[r], picks[r][1], j))
+        st.markdown(t("qkv.why_attention"))

@@ -5,13 +5,19 @@ Q and K decide how positions are compared (the score table Q K^T); V decides wha
 passed on. The "no projection" variant uses X itself for all three, so the score table
 is X X^T: symmetric, with each row's squared length on the diagonal.
 
+Why mix rows at all: a per-row projection sees one row and nothing else, so a word has
+the same q, k and v in every sentence (``in_context``); a plain average mixes the rows
+but gives every position the same mean, whatever its query (``plain_average``).
+
 Shape letters: N positions, d model width, d_k query/key width, d_v value width.
 Weights are [d_in, d_out] and applied as ``x @ W``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -104,8 +110,7 @@ def _check(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Ten
         )
 
 
-@dataclass(frozen=True)
-class RandomSetup:
+class RandomSetup(NamedTuple):
     """A random teaching example: embeddings X and three projection matrices."""
 
     x: torch.Tensor  # [N, d]
@@ -185,3 +190,139 @@ def random_mha_setup(
         for _ in range(4)
     )
     return x, w_q, w_k, w_v, w_o
+
+
+# --- Why mix rows at all: one word in two sentences ----------------------------------------
+
+
+def plain_average(v: torch.Tensor) -> torch.Tensor:
+    """[..., N, d_v] -> [..., N, d_v]: every position receives the mean of all N value
+    rows, i.e. attention with the same weight 1/N on every key, whatever its query."""
+    if v.dim() < 2 or v.shape[-2] == 0:
+        raise ShapeError(
+            "projection_x_not_2d",
+            f"v needs shape [..., N, d_v] with N >= 1, got {list(v.shape)}",
+            shape=list(v.shape),
+        )
+    return v.mean(dim=-2, keepdim=True).expand_as(v)  # [..., N, d_v]
+
+
+def word_rows(
+    words: Sequence[str],
+    known: Mapping[str, torch.Tensor],
+    d: int,
+    generator: torch.Generator,
+    decimals: int = 1,
+) -> dict[str, torch.Tensor]:
+    """One input row [d] per distinct word: `known` rows as given, every other word a
+    row drawn from N(0, 1) (rounded to `decimals`), in order of first appearance.
+
+    A stand-in for an embedding table; the drawn rows are teaching data only.
+    """
+    if not 1 <= d <= MAX_RANDOM_SIZE:
+        raise ParameterError(
+            "projection_size",
+            f"d must be between 1 and {MAX_RANDOM_SIZE}, got {d}",
+            name="d",
+            value=d,
+            limit=MAX_RANDOM_SIZE,
+        )
+    for word, row in known.items():
+        if tuple(row.shape) != (d,):
+            raise ShapeError(
+                "projection_word_width",
+                f"the row of {word!r} has shape {list(row.shape)}, expected [{d}]",
+                word=word,
+                d=d,
+            )
+    rows = {}
+    for word in dict.fromkeys(words):
+        if word in known:
+            rows[word] = known[word].to(torch.float64)
+        else:
+            drawn = torch.randn(d, generator=generator, dtype=torch.float64)  # [d]
+            rows[word] = torch.round(drawn, decimals=decimals)
+    return rows
+
+
+@dataclass(frozen=True)
+class InContext:
+    """One sentence: its rows projected one by one, and a plain average of the values."""
+
+    words: tuple[str, ...]  # [N]
+    qkv: QKVTrace  # x [N, d], q [N, d_k], k [N, d_k], v [N, d_v], scores [N, N]
+    average: torch.Tensor  # [N, d_v]: every row the mean of the N rows of v
+
+    def at(self, word: str) -> int:
+        """The word's first position in the sentence."""
+        return self.words.index(word)
+
+
+def in_context(
+    words: Sequence[str],
+    rows: Mapping[str, torch.Tensor],
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+) -> InContext:
+    """Stack the words' rows into X [N, d], project them (Q = X W_q, ...), and average V.
+
+    Row i of Q, K and V depends on x_i alone, so a word has the same q, k, v rows in
+    every sentence it occurs in; the plain average is the first thing that mixes.
+    """
+    if not 1 <= len(words) <= MAX_RANDOM_SIZE:
+        raise ParameterError(
+            "projection_size",
+            f"a sentence needs 1 to {MAX_RANDOM_SIZE} words, got {len(words)}",
+            name="N",
+            value=len(words),
+            limit=MAX_RANDOM_SIZE,
+        )
+    missing = [w for w in words if w not in rows]
+    if missing:
+        raise ParameterError(
+            "projection_word_missing", f"no row for {missing[0]!r}", word=missing[0]
+        )
+    x = torch.stack([rows[w] for w in words])  # [N, d]
+    trace = project_qkv(x, w_q, w_k, w_v)
+    return InContext(tuple(words), trace, plain_average(trace.v))
+
+
+@dataclass(frozen=True)
+class TwoContexts:
+    """One word in two sentences: its rows after the per-row projections, in each."""
+
+    word: str
+    a: InContext
+    b: InContext
+    rows: dict[str, torch.Tensor]  # the word's input row for every word: [d] each
+    gap: float  # largest |difference| of the word's q, k and v rows between a and b: 0.0
+
+    def rows_of(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The word's "x", "q", "k" or "v" row in sentence a and in sentence b."""
+        return tuple(getattr(s.qkv, name)[s.at(self.word)] for s in (self.a, self.b))
+
+
+def two_contexts(
+    word: str,
+    words_a: Sequence[str],
+    words_b: Sequence[str],
+    known: Mapping[str, torch.Tensor],
+    generator: torch.Generator,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+) -> TwoContexts:
+    """`word` in two sentences, with one row per word (``word_rows``: `known` rows, the
+    others drawn from `generator`) and the same W_q, W_k, W_v in both."""
+    d = w_q.shape[0]
+    rows = word_rows([*words_a, *words_b], known, d, generator)
+    a, b = in_context(words_a, rows, w_q, w_k, w_v), in_context(words_b, rows, w_q, w_k, w_v)
+    for sentence in (a, b):
+        if word not in sentence.words:
+            raise ParameterError(
+                "projection_word_missing", f"{word!r} is not in both sentences", word=word
+            )
+    pairs = [getattr(s.qkv, n)[s.at(word)] for n in "qkv" for s in (a, b)]  # [d_k] / [d_v]
+    gap = max(float((pairs[i] - pairs[i + 1]).abs().max()) for i in (0, 2, 4))
+    return TwoContexts(word, a, b, rows, gap)

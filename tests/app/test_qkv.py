@@ -1,25 +1,35 @@
-"""Stage 2 in AppTest: Q, K, V as projections of X, and the X-itself comparison."""
+"""Stage 2 in AppTest: Q, K, V as three projections of X, the score tables with and
+without them, and why rows are mixed at all (「运费」 in both questions)."""
+
+from __future__ import annotations
 
 import pytest
 import torch
 
 from tests.app.conftest import (
     BAD_CELLS,
+    _walk,
+    answer,
     assert_clean,
+    explanations,
     open_page,
     page_text,
     reveal,
     tables,
     type_bad,
 )
-from tinyformer.projection import identity_qkv, project_qkv, random_setup
+from tinyformer.projection import identity_qkv, project_qkv, random_setup, two_contexts
+from ui.example import Q1_WORDS, Q2_WORDS, TAIL4
 from ui.figures import matrix_frame
 
 PAGE = "pages/02_qkv.py"
-TOKENS = ["运费", "谁", "承担", "？"]
-# At the defaults: QKᵀ row 谁 = [3, 2, 1, 1], row ？ = [-3, -3, -2, 0]; XXᵀ has 2 on the diagonal.
+TOKENS = list(TAIL4)
+X = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]], dtype=torch.float64)
+W = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
+     "Wv": [[1, 0], [0, 2], [1, 1]]}
+# At the defaults: q_3 = [-1, -1], k_0 = [0, 3], so s_{3,0} = -3 (the numeric exercise).
 DEFAULT_NUMBERS = [
-    r"q_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}\,\begin{bmatrix}-1 & 0 \\ 0 & 1 \\ 0 & 0"
+    r"q_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}\begin{bmatrix}-1 & 0 \\ 0 & 1 \\ 0 & 0"
     r"\end{bmatrix} = \begin{bmatrix}-1.000 & 0.000\end{bmatrix}",
     r"k_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}",
     r"= \begin{bmatrix}0.000 & 3.000\end{bmatrix}",
@@ -27,13 +37,18 @@ DEFAULT_NUMBERS = [
     "「运费」 reading 「？」 scores 1.000, but 「？」 reading 「运费」 scores -3.000",
     "Best match of each row: 运费 → ？, 谁 → 运费, 承担 → 运费, ？ → ？.",
     "Best match of each row: 运费 → 运费, 谁 → 谁, 承担 → 承担, ？ → ？.",
-    "Tokens that score highest on themselves: 1 of 4.",
-    "Tokens that score highest on themselves: 4 of 4.",
+    "Words that score highest on themselves: 1 of 4.",
+    "Words that score highest on themselves: 4 of 4.",
 ]
-X = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]], dtype=torch.float64)
-W = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
-     "Wv": [[1, 0], [0, 2], [1, 1]]}
 
+
+def weights(**changes) -> dict[str, torch.Tensor]:
+    return {k: torch.tensor(v, dtype=torch.float64) for k, v in {**W, **changes}.items()}
+
+
+def trace(x=X, **changes):
+    w = weights(**changes)
+    return project_qkv(x, w["Wq"], w["Wk"], w["Wv"])
 
 
 def has_table(at, matrix, cols, rows=TOKENS) -> bool:
@@ -41,19 +56,33 @@ def has_table(at, matrix, cols, rows=TOKENS) -> bool:
     return any(frame.equals(expected) for frame in tables(at))
 
 
-def default_trace(**changes):
-    w = {k: torch.tensor(v, dtype=torch.float64) for k, v in {**W, **changes}.items()}
-    return project_qkv(X, w["Wq"], w["Wk"], w["Wv"])
+def columns(n: int) -> list[str]:
+    return [str(j) for j in range(n)]
 
 
-def test_renders_in_both_languages(lang):
+def in_order(at) -> str:
+    """The page's text in the order a learner reads it (page_text groups by kind)."""
+    return "\n".join(str(node.value) for node in _walk(at.main)
+                     if isinstance(getattr(node, "value", None), str))
+
+
+def contexts(x=X, seed: int = 0, **changes):
+    w = weights(**changes)
+    return two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
+                        torch.Generator().manual_seed(seed), w["Wq"], w["Wk"], w["Wv"])
+
+
+def test_renders_in_both_languages_with_the_switch_note(lang):
     at = open_page(PAGE, lang)
     assert_clean(at)
-    trace = default_trace()
-    assert has_table(at, trace.scores, TOKENS)
-    assert has_table(at, identity_qkv(X).scores, TOKENS)
+    tr = trace()
+    assert has_table(at, tr.scores, TOKENS) and has_table(at, identity_qkv(X).scores, TOKENS)
     for name in ("q", "k", "v"):
-        assert has_table(at, getattr(trace, name), ["0", "1"])
+        assert has_table(at, getattr(tr, name), columns(2))
+    note = at.info[0].value  # where the tokens change from characters to words
+    assert all(word in note for word in ("运费", "承担", "问题"))
+    assert ("sub-word" in note) if lang == "en" else ("子词" in note)
+    assert ("运费 *shipping fee*" in page_text(at)) == (lang == "en")  # glosses
 
 
 def test_defaults_show_the_hand_numbers():
@@ -64,31 +93,44 @@ def test_defaults_show_the_hand_numbers():
 
 def test_typing_w_q_equal_to_w_k_makes_the_table_symmetric():
     at = open_page(PAGE)
-    at.text_input("Wq").input("0, 1; 1, 0; 0, 2").run()
+    at.text_input("qkv.Wq").input("0, 1; 1, 0; 0, 2").run()
     assert_clean(at)
-    trace = default_trace(Wq=W["Wk"])
-    assert trace.scores[0].tolist() == [9, 6, 3, 3]
-    assert has_table(at, trace.scores, TOKENS)
+    tr = trace(Wq=W["Wk"])
+    assert tr.scores[0].tolist() == [9, 6, 3, 3]
+    assert has_table(at, tr.scores, TOKENS)
     assert page_text(at).count("This table is symmetric") == 2
 
 
-def test_changing_w_v_changes_v_but_no_score():
+def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
     at = open_page(PAGE)
-    at.text_input("Wv").input("5, 0; 0, 5; 0, 0").run()
+    before = contexts()
+    at.text_input("qkv.Wv").input("2, 0; 0, 4; 2, 2").run()
     assert_clean(at)
-    trace = default_trace(Wv=[[5, 0], [0, 5], [0, 0]])
-    assert has_table(at, trace.v, ["0", "1"])
-    assert has_table(at, default_trace().scores, TOKENS)
+    assert has_table(at, trace(Wv=[[2, 0], [0, 4], [2, 2]]).v, columns(2))
+    assert has_table(at, trace().scores, TOKENS)  # the scores did not move
+    after = contexts(Wv=[[2, 0], [0, 4], [2, 2]])
+    a = after.a
+    assert torch.equal(a.average, 2 * before.a.average)  # the averages are made of V
+    avg = next(frame for frame in tables(at) if frame.index[0] == "运费 · Q1")
+    assert avg.values.tolist()[0] == matrix_frame(a.average[a.at("运费")][None], columns(2),
+                                                  ["运费 · Q1"]).values.tolist()[0]
+
+
+def test_a_weight_slider_is_named_and_moves_only_its_own_number():
+    at = open_page(PAGE)
+    assert at.slider("_qkv.Wq~0").label == "W_q[0,0]"
+    assert at.slider("_qkv.Wk~5").label == "W_k[2,1]"
+    at.slider("_qkv.Wq~3").set_value(2.0).run()  # W_q[1,1]: 1 -> 2
+    assert at.text_input("qkv.Wq").value == "-1, 0; 0, 2; 0, 0"
+    assert has_table(at, trace(Wq=[[-1, 0], [0, 2], [0, 0]]).scores, TOKENS)
 
 
 def test_shared_link_with_another_x_and_row():
     x = "1, 0, 0; 0, 1, 0; 0, 0, 1; 1, 1, 1"
-    at = open_page(PAGE, state={"X": x, "row": 3})
+    at = open_page(PAGE, params={"qkv.X": x, "qkv.row": "3"})
     assert_clean(at)
     x_t = torch.tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], dtype=torch.float64)
-    w = {k: torch.tensor(v, dtype=torch.float64) for k, v in W.items()}
-    trace = project_qkv(x_t, w["Wq"], w["Wk"], w["Wv"])
-    assert has_table(at, trace.scores, TOKENS)
+    assert has_table(at, trace(x_t).scores, TOKENS)
     assert has_table(at, identity_qkv(x_t).scores, TOKENS)
     text = page_text(at)
     assert r"q_{3} = \begin{bmatrix}1 & 1 & 1\end{bmatrix}" in text
@@ -96,45 +138,89 @@ def test_shared_link_with_another_x_and_row():
     assert "？ → 承担" in text
 
 
-def test_x_itself_switch(lang):
-    at = open_page(PAGE, lang, state={"same": True})
-    assert_clean(at)
-    assert has_table(at, X, ["0", "1", "2"])  # Q = K = V = X
-    assert r"q_{0} = k_{0} = v_{0} = x_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}" in page_text(at)
-
-
-def test_random_weights_from_a_shared_link():
-    at = open_page(PAGE, state={"rand": True, "dx": 5, "dqk": 3, "wseed": 7})
+def test_random_weights_from_a_shared_link_are_labelled():
+    at = open_page(PAGE, params={"qkv.rand": "true", "qkv.d": "5", "qkv.dk": "3",
+                                 "qkv.seed": "7"})
     assert_clean(at)
     setup = random_setup(4, 5, 3, torch.Generator().manual_seed(7))
-    trace = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v)
-    assert has_table(at, trace.q, ["0", "1", "2"])
-    assert has_table(at, trace.scores, TOKENS)
-    assert "never trained" in page_text(at)  # the random-weights note
-    assert "**Q** [4 × 3]" in page_text(at)
+    tr = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v)
+    assert has_table(at, tr.q, columns(3)) and has_table(at, tr.scores, TOKENS)
+    assert page_text(at).count("never trained") == 2  # the inputs, and the context rows
 
 
 def test_random_sliders_up_to_the_largest_sizes():
-    at = open_page(PAGE, state={"rand": True})
-    at.slider("dx").set_value(16).run()
-    at.slider("dqk").set_value(16).run()
-    at.slider("wseed").set_value(999).run()
+    at = open_page(PAGE, params={"qkv.rand": "true"})
+    for key, value in (("qkv.d", 16), ("qkv.dk", 16), ("qkv.seed", 999)):
+        at.slider(key).set_value(value).run()
     assert_clean(at)
     setup = random_setup(4, 16, 16, torch.Generator().manual_seed(999))
-    trace = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v)
-    assert has_table(at, trace.v, [str(j) for j in range(16)])
+    tr = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v)
+    assert has_table(at, tr.v, columns(16))
     assert r"\cdots" in page_text(at)  # long rows are elided in the formula only
 
 
-@pytest.mark.parametrize("key", ["X", "Wq", "Wk", "Wv"])
+@pytest.mark.parametrize("key", ["qkv.X", "qkv.Wq", "qkv.Wk", "qkv.Wv"])
 @pytest.mark.parametrize("bad", [*BAD_CELLS, "1, 2"])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
-    assert has_table(at, default_trace().scores, TOKENS)
+    assert has_table(at, trace().scores, TOKENS)
 
 
-def test_exercise_reveals_the_answer(lang):
+@pytest.mark.parametrize("params", [{"qkv.rand": "maybe"}, {"qkv.row": "9"},
+                                    {"qkv.d": "99", "qkv.rand": "true"}, {"qkv.dk": "0",
+                                                                          "qkv.rand": "true"}])
+def test_a_bad_link_value_gives_one_note_and_the_default(lang, params):
+    at = open_page(PAGE, lang, params=params)
+    assert not at.exception and len(at.error) == 1
+    if "qkv.rand" not in params or params["qkv.rand"] != "true":
+        assert has_table(at, trace().scores, TOKENS)
+
+
+def test_number_exercise_comes_before_its_answer(lang):
     at = open_page(PAGE, lang)
-    reveal(at, "qkv", 1)
-    assert len(at.success) == 1
-    assert "-3.000" in at.success[0].value
+    text = in_order(at)
+    asks = text.index("s₃,₀")
+    assert "-3.000" not in text[:asks]  # never printed above the question
+    assert text.index("-3.000") > asks  # the score table answers it below
+    steps = r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000"
+    assert steps not in explanations(at)
+    answer(at, "qkv.s30", -3.0)
+    assert any("-3.000" in s.value for s in at.success)
+    assert steps in explanations(at)
+    answer(at, "qkv.s30", 3.0)
+    assert at.warning
+
+
+def test_choice_exercise_reveals_the_answer(lang):
+    at = open_page(PAGE, lang)
+    reveal(at, "qkv.wv", 1)
+    assert len(at.success) == 2  # the answer, and the 0.000 difference of the context rows
+    assert "W_q" in at.success[0].value and "W_k" in at.success[0].value
+
+
+def test_yunfei_has_the_same_rows_in_both_questions_until_rows_are_mixed(lang):
+    at = open_page(PAGE, lang)
+    cmp = contexts()
+    q1 = "Q1" if lang == "en" else "问1"
+    per_row = next(frame for frame in tables(at) if frame.index[0] == f"运费 · q · {q1}")
+    rows = per_row.values.tolist()
+    assert rows[0::2] == rows[1::2]  # Q1 and Q2 alike, row by row
+    assert rows[0:2] == [["-1.000", "0.000"]] * 2 and rows[4] == ["2.000", "1.000"]
+    assert "0.000" in at.success[0].value  # the largest difference, computed
+    avg = next(frame for frame in tables(at) if frame.index[0] == f"运费 · {q1}")
+    values = avg.values.tolist()  # 运费 · Q1, 谁 · Q1, 运费 · Q2, 谁 · Q2
+    assert values[0] == values[1] and values[2] == values[3] and values[0] != values[2]
+    expected = [cmp.a.average[0], cmp.b.average[0]]
+    assert [values[0], values[2]] == [[f"{float(v):.3f}" for v in row] for row in expected]
+
+
+def test_clicked_cells_explain_their_numbers():
+    at = open_page(PAGE, params={"qkv.q_map": "3,1", "qkv.s_proj": "3,0",
+                                 "qkv.ctx_map": "4,1", "qkv.avg_map": "0,0"})
+    text = explanations(at)
+    assert r"q_{3,1} = x_{3} \cdot W_q[:, 1] = 1\cdot0 + (-1)\cdot1 + 0\cdot0 = -1.000" in text
+    assert r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000" in text
+    assert r"v_{5,1} = 1\cdot0 + 0\cdot2 + 1\cdot1 = 1.000" in text  # 运费 is at 5 in Q1
+    v = contexts().a.qkv.v[:, 0]
+    mean = f"{float(v.mean()):.3f}"
+    assert r"\bar v_{0} = \frac{" in text and "}{9} = " + mean in text

@@ -12,9 +12,13 @@ from hypothesis import strategies as st
 from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.projection import (
     identity_qkv,
+    in_context,
     most_asymmetric_pair,
+    plain_average,
     project_qkv,
     random_setup,
+    two_contexts,
+    word_rows,
 )
 
 PROPERTY = settings(max_examples=50, deadline=None)
@@ -167,3 +171,79 @@ def test_random_mha_setup_is_seeded_and_scaled():
     assert abs(float(big.var()) - 1 / 64) < 0.005  # N(0, 1/width) keeps q·k near unit size
     with pytest.raises(ParameterError):
         random_mha_setup(0, 8, torch.Generator())
+
+
+# --- Why mix rows at all ---------------------------------------------------------------------
+Q1_WORDS = ("商品", "有", "质量", "问题", "，", "运费", "谁", "承担", "？")
+Q2_WORDS = ("无理由", "退货", "，", "运费", "谁", "承担", "？")
+TAIL4 = ("运费", "谁", "承担", "？")
+
+
+def test_random_setup_unpacks_in_order() -> None:
+    setup = random_setup(4, 3, 2, torch.Generator().manual_seed(0))
+    x, w_q, w_k, w_v = setup
+    assert x is setup.x and w_q is setup.w_q and w_k is setup.w_k and w_v is setup.w_v
+
+
+def test_plain_average_is_attention_with_equal_scores(gen: torch.Generator) -> None:
+    v = randn(gen, 2, 5, 3)
+    average = plain_average(v)
+    # Equal scores (a zero query) give every key the weight 1/N: PyTorch's own attention.
+    expected = F.scaled_dot_product_attention(torch.zeros(2, 5, 4, dtype=torch.float64),
+                                              randn(gen, 2, 5, 4), v)
+    torch.testing.assert_close(average, expected)
+    assert torch.equal(average[:, 0], average[:, 4])  # every position receives the same row
+    with pytest.raises(ShapeError):
+        plain_average(torch.ones(0, 3))
+
+
+def test_word_rows_keep_known_rows_and_draw_the_others_in_order() -> None:
+    known = dict(zip(TAIL4, X, strict=True))
+    rows = word_rows(Q1_WORDS + Q2_WORDS, known, 3, torch.Generator().manual_seed(0))
+    assert list(rows) == [*Q1_WORDS, "无理由", "退货"]  # first appearance, each once
+    assert all(torch.equal(rows[w], known[w]) for w in TAIL4)
+    again = word_rows(Q1_WORDS + Q2_WORDS, known, 3, torch.Generator().manual_seed(0))
+    assert all(torch.equal(rows[w], again[w]) for w in rows)
+    drawn = torch.randn(3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert torch.equal(rows["商品"], torch.round(drawn, decimals=1))  # the first drawn row
+    with pytest.raises(ShapeError) as err:
+        word_rows(["运费"], {"运费": torch.ones(2)}, 3, torch.Generator())
+    assert err.value.key == "projection_word_width"
+    with pytest.raises(ParameterError):
+        word_rows(["运费"], {}, 0, torch.Generator())
+
+
+def test_a_per_row_projection_cannot_see_context() -> None:
+    cmp = two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, X, strict=True)),
+                       torch.Generator().manual_seed(0), W_Q, W_K, W_V)
+    assert (cmp.a.at("运费"), cmp.b.at("运费")) == (5, 3)
+    assert cmp.gap == 0.0
+    for name, expected in (("q", [-1, 0]), ("k", [0, 3]), ("v", [2, 1])):  # the hand rows
+        in_a, in_b = cmp.rows_of(name)
+        assert in_a.tolist() == in_b.tolist() == expected
+    # The same rows as projecting each question on its own.
+    alone = project_qkv(torch.stack([cmp.rows[w] for w in Q1_WORDS]), W_Q, W_K, W_V)
+    torch.testing.assert_close(cmp.a.qkv.q, alone.q)
+
+
+def test_a_plain_average_sees_context_but_not_the_query() -> None:
+    cmp = two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, X, strict=True)),
+                       torch.Generator().manual_seed(0), W_Q, W_K, W_V)
+    a, b = cmp.a, cmp.b
+    torch.testing.assert_close(a.average[a.at("运费")], a.qkv.v.mean(0))
+    assert torch.equal(a.average[a.at("运费")], a.average[a.at("谁")])  # different queries
+    assert not torch.equal(a.qkv.q[a.at("运费")], a.qkv.q[a.at("谁")])
+    assert not torch.allclose(a.average[a.at("运费")], b.average[b.at("运费")])  # context
+
+
+def test_in_context_errors_carry_keys() -> None:
+    rows = dict(zip(TAIL4, X, strict=True))
+    with pytest.raises(ParameterError) as err:
+        in_context(["运费", "退货"], rows, W_Q, W_K, W_V)
+    assert err.value.key == "projection_word_missing" and err.value.values == {"word": "退货"}
+    with pytest.raises(ParameterError) as err:
+        in_context([], rows, W_Q, W_K, W_V)
+    assert err.value.key == "projection_size"
+    with pytest.raises(ParameterError) as err:
+        two_contexts("买家", TAIL4, TAIL4, rows, torch.Generator(), W_Q, W_K, W_V)
+    assert err.value.key == "projection_word_missing"
