@@ -9,13 +9,12 @@ from tinyformer import scaling
 from ui.charts import lines
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import matrix_frame
-from ui.fmt import dot_terms, latex_vec, num, vec
+from ui.fmt import decimals_for, dot_terms, latex_vec, num, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs
-from ui.i18n import LANG_PARAM, current_lang, t
+from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
-from ui.page import stage_label, stage_page
-from ui.stages import by_id
+from ui.page import stage_link, stage_page
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
@@ -25,17 +24,6 @@ KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
 def sweep(seed: int):
     """One experiment per d_k, all from the same seed (shared by every session)."""
     return scaling.saturation_sweep(list(DK_CHOICES), PAIRS, seed, KEYS)
-
-
-def stage_link(stage_id: str) -> None:  # KIT: a link to another stage, in this language
-    stage = by_id(stage_id)
-    st.page_link(stage.path, label=stage_label(stage), icon=stage.icon,
-                 query_params={LANG_PARAM: current_lang()})
-
-
-def places(values) -> int:  # KIT: decimals that show the smallest value to 3 digits
-    small = min((abs(float(v)) for v in values if float(v)), default=1.0)
-    return min(10, max(3, 2 - math.floor(math.log10(small))))
 
 
 def cosine(value: float, name: str) -> str:
@@ -120,11 +108,8 @@ with stage_page("scaling"):
                   rows=f"{exp.n_queries:,}"))
     shares = {t("scaling.hist_raw"): runs.saturated_raw,
               t("scaling.hist_scaled"): runs.saturated_scaled}
-    # KIT: no mark at the current d_k: lines() places marks at x, but a log axis wants log10(x)
     lines(list(DK_CHOICES), shares, key="sat", log_x=True, markers=True, y_range=(0, 1),
-          x_title="d_k", y_title=t("scaling.sat_y"), table=False)
-    with st.expander(t("kit.as_table")):  # KIT: lines' table twin writes d_k as 64.000
-        st.table(matrix_frame(list(shares.values()), [str(d) for d in DK_CHOICES], list(shares)))
+          x_title="d_k", y_title=t("scaling.sat_y"), marks={f"d_k = {d_k}": d_k})
     st.warning(t("scaling.sat_note", dk=d_k, raw=f"{exp.n_saturated_raw:,}",
                  scaled=f"{exp.n_saturated_scaled:,}", rows=f"{exp.n_queries:,}",
                  share_raw=num(exp.saturated_raw), share_scaled=num(exp.saturated_scaled)),
@@ -135,7 +120,7 @@ with stage_page("scaling"):
     pair = matrix_input("pair", t("scaling.pair"), [30, 20], sliders=True,
                         slider_range=(-40.0, 40.0), slider_labels=["s₁", "s₂"])
     row, even = scaling.softmax_sensitivity(pair), scaling.softmax_sensitivity(torch.zeros(2))
-    places_ = places([*row.weights, row.jacobian_norm])
+    places_ = decimals_for([*row.weights, row.jacobian_norm])
     formula(r"a = \mathrm{softmax}(s),\qquad \Big\| \frac{\partial a}{\partial s} \Big\|_F"
             r" = 2\,a_1 a_2",
             rf"a = {latex_vec(row.weights, places_)},\qquad "

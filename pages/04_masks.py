@@ -12,10 +12,9 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, vec
 from ui.formula import formula
-from ui.i18n import LANG_PARAM, current_lang, t
+from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import stage_label, stage_page
-from ui.stages import by_id
+from ui.page import stage_link, stage_page
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
 INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next token
@@ -23,12 +22,6 @@ PADDED = ("[PAD]", "[PAD]", *TAIL4)  # one request, left-padded with 2 empty pos
 VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]: real tokens
 N = len(PADDED)
 M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
-
-
-def stage_link(stage_id: str) -> None:  # KIT: a link to another stage, in this language
-    stage = by_id(stage_id)
-    st.page_link(stage.path, label=stage_label(stage), icon=stage.icon,
-                 query_params={LANG_PARAM: current_lang()})
 
 
 def explain_m(lead: str, i: int, j: int, allowed: bool) -> str:

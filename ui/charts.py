@@ -13,7 +13,7 @@ import streamlit as st
 
 from ui import state
 from ui.figures import matrix_frame, png_config
-from ui.fmt import num
+from ui.fmt import num, short
 from ui.i18n import t
 
 PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#868e96")
@@ -99,10 +99,11 @@ def lines(
     traces = [{"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in ys],
                "mode": mode, "name": name,
                "line": {"color": PALETTE[i % len(PALETTE)], "width": 3},
-               "hovertemplate": "%{x:.3f} → %{y:.3f}<extra>" + name + "</extra>"}
+               "hovertemplate": f"%{{x}} → %{{y:.{decimals}f}}<extra>{name}</extra>"}
               for i, (name, ys) in enumerate(series.items())]
     shapes, notes = [], []
-    for label, at in (marks or {}).items():
+    for label, value in (marks or {}).items():
+        at = math.log10(value) if log_x else value  # a log axis places shapes at log10(x)
         shapes.append({"type": "line", "x0": at, "x1": at, "yref": "paper", "y0": 0, "y1": 1,
                        "line": {"dash": "dot", "color": "#495057", "width": 2}})
         notes.append({"x": at, "yref": "paper", "y": 1, "text": label, "showarrow": False,
@@ -114,7 +115,7 @@ def lines(
     _show(go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra)), key)
     if table:
         with st.expander(t("kit.as_table")):
-            columns = [num(v, decimals) for v in x]
+            columns = [short(v) for v in x]
             st.table(matrix_frame([list(ys) for ys in series.values()], columns,
                                   list(series), decimals))
 

@@ -39,6 +39,13 @@ def places(values) -> int:
     return next((p for p in range(3) if all(round(v, p) == v for v in flat)), 3)
 
 
+def decimals_for(values, digits: int = 3, most: int = 10) -> int:
+    """Decimals that show the smallest non-zero |value| with `digits` significant digits
+    (at least 3): 0.0000454 needs 7."""
+    small = min((abs(float(v)) for v in values if float(v)), default=1.0)
+    return min(most, max(3, digits - 1 - math.floor(math.log10(small))))
+
+
 def latex_vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
     return r"\begin{bmatrix}" + " & ".join(num(v, decimals) for v in values) + r"\end{bmatrix}"
 

@@ -74,6 +74,12 @@ def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool 
         _LOG.warning("no link to %s: Streamlit does not know the page", page.path)
 
 
+def stage_link(stage_id: str) -> None:
+    """A link to another stage, labelled with its number and title."""
+    stage = by_id(stage_id)
+    link_to(stage, stage_label(stage), icon=stage.icon)
+
+
 def setup_page(stage_id: str, *, uses_device: bool = False) -> Stage:
     """Set up a page: config, language, presenter view, sidebar with our navigation."""
     stage = by_id(stage_id)
