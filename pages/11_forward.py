@@ -1,0 +1,150 @@
+"""Stage 11: the whole decoder, one intermediate at a time, from token IDs to the next token."""
+
+import streamlit as st
+
+from tinyformer.forward_pass import ARTICLE_IDS, Step, forward_steps, later_weight, parse_ids
+from tinyformer.model import TinyDecoder
+from tinyformer.softmax import softmax_steps
+from ui import explain, state
+from ui.charts import bars
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import diverging, heatmap
+from ui.fmt import num, shape, short, term
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, number, text, toggle
+from ui.notes import random_weights_note, shown_errors
+from ui.page import device_name, stage_page
+
+VOCAB, MAX_LEN, GRID = 50, 16, 10  # the 50 probabilities are drawn 10 token IDs to a row
+NORM = r"\frac{x_c - \mu}{\sqrt{\sigma^2 + \epsilon}}\,\gamma_c + \beta_c"
+FORMULA = {  # step name -> (the symbol of one cell, the step's formula)
+    "tok": ("e", r"e_i = E[\mathrm{id}_i]"), "pos": ("p", r"p_i = P[i]"), "x0": ("x", "x = e + p"),
+    "norm1": (r"\hat x", r"\hat x = \mathrm{LN}_1(x) = " + NORM), "q": ("q", r"Q = \hat x W_q"),
+    "k": ("k", r"K = \hat x W_k"), "v": ("v", r"V = \hat x W_v"),
+    "scores": ("s", r"S^{(h)} = \frac{Q^{(h)} K^{(h)\top}}{\sqrt{d_h}} + M"),
+    "weights": ("a", r"A^{(h)} = \mathrm{softmax}(S^{(h)})"), "proj": ("y", "y = O W_o"),
+    "heads": ("o", r"O^{(h)} = A^{(h)} V^{(h)}"), "resid1": ("h", "h = x + y"),
+    "merged": ("o", r"O = [O^{(0)} \cdots O^{(H-1)}]"), "ffn_out": ("f", "f = u W_2 + b_2"),
+    "norm2": (r"\hat h", r"\hat h = \mathrm{LN}_2(h) = " + NORM), "resid2": ("x'", "x' = h + f"),
+    "ffn_hidden": ("u", r"u = \mathrm{GELU}(\hat h W_1 + b_1)"), "logits": ("z", r"z = \bar x W"),
+    "final": (r"\bar x", r"\bar x = \mathrm{LN}_f(x') = " + NORM),
+    "probs": ("p", r"p = \mathrm{softmax}(z_{N-1})"),
+}
+
+
+@st.cache_resource(max_entries=16)  # shared by every session; drawn on the CPU, then moved
+def model_for(seed: int, device: str, **settings) -> TinyDecoder:
+    return TinyDecoder.seeded(seed, device=device, **settings)
+
+
+def explain_cell(step: Step, g: int, i: int, c: int, rows: list[str]) -> str:
+    cell, last = step.cell(g, i, c), len(rows) - 1  # the probabilities are position N-1's
+    name = explain.cell_name(FORMULA[step.name][0], last if step.name == "probs" else i, c)
+    lead = t(f"forward.cell_{step.name}", i=rows[i], c=c, h=g, row=cell.row, head=cell.head,
+             col=cell.column, j=rows[c] if c < len(rows) else c)
+    value = num(cell.value, 4 if step.name == "probs" else 3)
+    if cell.blocked:
+        return explain.formula(t("forward.cell_blocked", i=rows[i], j=rows[c]),
+                               f"{name} = " + (r"-\infty" if cell.op == "score" else "0"))
+    if cell.op == "add":
+        return explain.sum_of(lead, name, list(cell.parts), cell.value)
+    if cell.op == "score" or (cell.op == "linear" and cell.bias is None):
+        return explain.dot(lead, name, cell.left, cell.right, cell.value, scale_by=cell.scale_dim)
+    if cell.op == "softmax" and step.name == "weights":
+        return explain.softmax(lead, name, cell.scores, c)
+    if cell.op == "lookup":
+        latex = f"{'E' if step.name == 'tok' else 'P'}_{{{cell.row},{c}}}"
+    elif cell.op == "norm":
+        x, mu, sd, gamma, beta = (term(v, 3) for v in cell.parts)
+        latex = rf"\frac{{{x} - {mu}}}{{{sd}}} \cdot {gamma} + {beta}"
+    elif cell.op == "concat":
+        latex = rf"o^{{({cell.head})}}_{{{i},{cell.column}}}"
+    elif cell.op == "softmax":  # 50 logits: the sum is named, not written out
+        s = softmax_steps(cell.scores)
+        latex = (rf"\frac{{e^{{{num(s.scores[c])}}}}}{{\sum_k e^{{z_{{N-1,k}}}}}} = "
+                 rf"\frac{{{num(s.exps[c], 4)}}}{{{num(s.total, 4)}}}")
+    else:  # a row times a column, plus a bias (and GELU in the FFN's hidden layer)
+        latex = f"{num(cell.dot)} + {term(cell.bias, 3)}"
+        if cell.activation:
+            latex = rf"\mathrm{{GELU}}({latex}) = \mathrm{{GELU}}({num(cell.pre)})"
+    return explain.formula(lead, f"{name} = {latex} = {value}")
+
+
+def show_step(step: Step, rows: list[str], hd: int, top: int) -> None:
+    out, groups = step.output, step.output.shape[0]
+    cols = rows if step.name in ("scores", "weights") else [
+        f"h{c // hd}·{c % hd}" if step.name in ("q", "k", "v", "merged") else str(c)
+        for c in range(out.shape[-1])]  # Q, K, V: column c belongs to head c // hd
+    first = (0, 0, top) if step.name == "probs" else (0, len(rows) - 1, 0)  # shown as formula
+    formula(FORMULA[step.name][1], explain_cell(step, *first, rows).split("$$")[1])  # KIT
+    style = {"colorscale": "Oranges", "zmin": 0} if step.op == "softmax" else diverging(out)
+    if step.name == "probs":  # one row of 50, drawn as 5 rows of 10 token IDs
+        heatmap(out[0, 0].reshape(-1, GRID), [str(c) for c in range(GRID)],
+                [f"{r * GRID} +" for r in range(VOCAB // GRID)], key="probs", **style,
+                explain=lambda r, c: explain_cell(step, 0, 0, r * GRID + c, rows))
+        return
+    for g, column in zip(range(groups), st.columns(groups), strict=True):
+        with column:
+            heatmap(out[g], cols, rows, key=f"map_{step.id.replace('.', '_')}_{g}", **style,
+                    x_title=t("forward.head", h=g, hd=hd) if groups > 1 else "",
+                    explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows))
+
+
+def keep_choosable(name: str, options) -> None:  # KIT: options that shrink (fewer blocks):
+    if st.session_state.get(key := state.qualify(name)) not in (None, *options):  # no note
+        del st.session_state[key]
+        st.query_params.pop(key, None)
+
+
+with stage_page("forward", uses_device=True):
+    choice_exercise("shape", t("forward.ex_question"),
+                    ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"], correct=0,
+                    explanation=t("forward.ex_explain"))
+    number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
+    st.subheader(t("forward.settings"))
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")
+        heads = choice("heads", t("forward.heads"), [1, 2, 3, 4], 2, widget="segmented")
+        layers = choice("layers", t("forward.layers"), [1, 2, 3], 1, widget="segmented")
+        seed = number("seed", t("forward.seed"), 0, 9999, 7)
+    ids_text = text("ids", t("forward.ids"), ", ".join(map(str, ARTICLE_IDS)), 100,
+                    help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
+    causal = toggle("causal", t("forward.causal"), True)
+    ids = list(ARTICLE_IDS)
+    with shown_errors():
+        ids = parse_ids(ids_text, VOCAB, MAX_LEN)
+    random_weights_note()
+    with shown_errors():
+        model = model_for(seed, device_name(), width=width, heads=heads, layers=layers,
+                          causal=causal)
+        trace = model.trace(ids)
+        n, hd, attention = len(ids), model.head_dim, trace.attention_weights[0].cpu()  # [H, N, N]
+        rows, top = [f"{i} · ID {v}" for i, v in enumerate(ids)], trace.top(10)
+        st.subheader(t("forward.run_title"))
+        st.markdown(t("forward.run_facts", params=f"{model.config.parameter_count:,}",
+                      device=model.device.type, logits=shape(trace.logits), h=heads, w=width,
+                      attention=shape(trace.attention_weights), hd=hd, n=n, v=VOCAB))
+        mode = "on" if causal else "off"
+        st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
+                                first=", ".join(map(short, attention[h, 0].tolist())),
+                                all=", ".join(map(short, attention[h, -1].tolist())))
+                              for h in range(heads)))
+        (st.success if causal else st.warning)(t(f"forward.causal_{mode}",
+                                                 w=num(later_weight(attention)[0, 0])))
+        st.info(t("forward.last_only", last=n - 1, id=ids[-1], logits=shape(trace.logits),
+                  v=VOCAB, top=", ".join(f"({i}, {num(p, 4)})" for i, p in top[:3])),
+                icon=":material/arrow_forward:")
+        bars([str(i) for i, _ in top], {t("forward.prob"): [p for _, p in top]}, key="top",
+             decimals=4, x_title=t("forward.next_id"), height=260)
+
+        st.subheader(t("forward.walk_title"))
+        steps = forward_steps(model, trace)
+        names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
+                 + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(steps)}
+        keep_choosable("step", names)
+        chosen = steps[list(names).index(choice(
+            "step", t("forward.step"), list(names), "tok", widget="slider", format_func=names.get))]
+        st.markdown(t(f"forward.do_{chosen.name}", n=n, w=width, h=heads, hd=hd, ff=4 * width,
+                      v=VOCAB, last=n - 1))
+        show_step(chosen, rows, hd, top[0][0])

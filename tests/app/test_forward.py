@@ -1,0 +1,210 @@
+"""Stage 11 (the full forward pass) in AppTest: the article's printed run in both languages,
+edits and shared links, every bad input, the step-by-step walk, both exercises and a
+cell explanation. Expected numbers come from PyTorch's own functions or from TinyDecoder
+(itself checked against the article and a functional rebuild in tests/unit)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.app.conftest import (
+    answer,
+    assert_clean,
+    click,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+)
+from tinyformer.forward_pass import BLOCK_STEPS, HEAD_STEPS, TAIL_STEPS
+from tinyformer.model import TinyDecoder
+from ui.i18n import catalogue
+
+PAGE = "pages/11_forward.py"
+IDS = [3, 8, 12, 5, 17, 42, 23, 6]
+ARTICLE = ["1,784", "[1, 8, 50]", "[1, 2, 8, 8]", "(40, 0.0538), (20, 0.0472), (35, 0.0444)"]
+FIRST_ROW = "row 0 = [1, 0, 0, 0, 0, 0, 0, 0]"
+
+
+def top3(model: TinyDecoder, ids: list[int]) -> str:
+    return ", ".join(f"({i}, {p:.4f})" for i, p in model.trace(ids).top(3))
+
+
+def test_defaults_show_the_articles_run(lang: str) -> None:
+    at = open_page(PAGE, lang)
+    assert_clean(at)
+    assert at.title[0].value.startswith("11 · ")
+    text = page_text(at)
+    for number in ARTICLE:
+        assert number in text
+    assert text.count("[1, 0, 0, 0, 0, 0, 0, 0]") == 2  # the first row of each of the 2 heads
+    assert "8 / 2 = **4**" in text
+    assert catalogue(lang)["kit.random_weights"] in text
+    assert catalogue(lang)["forward.causal_on"] in text
+    assert "forward." not in text and "errors." not in text  # every key is translated
+    assert "0 · ID 3" in text and "7 · ID 6" in text  # the token embeddings' table, rows by ID
+
+
+def test_four_heads_have_width_two_and_the_same_logits_shape() -> None:
+    at = open_page(PAGE)
+    at.button_group("forward.heads").set_value(4).run()
+    assert_clean(at)
+    text = page_text(at)
+    assert "8 / 4 = **2**" in text and "[1, 8, 50]" in text and "[1, 4, 8, 8]" in text
+    assert text.count(FIRST_ROW) == 4 and "1,784" in text  # heads regroup, they add nothing
+    assert top3(TinyDecoder.seeded(7, heads=4), IDS) in text
+    assert at.query_params["forward.heads"] == "4"
+
+
+def test_causal_off_reads_the_future_and_says_so() -> None:
+    at = open_page(PAGE)
+    at.toggle("forward.causal").set_value(False).run()
+    assert_clean(at)
+    text = page_text(at)
+    assert FIRST_ROW not in text and "[1, 8, 50]" in text  # still computes, same shapes
+    weights = TinyDecoder.seeded(7, causal=False).trace(IDS).attention_weights
+    later = float(weights[0, 0, 0, 1:].sum())  # head 0, row 0, positions after it
+    assert len(at.warning) == 1 and f"{later:.3f}" in at.warning[0].value
+    assert top3(TinyDecoder.seeded(7, causal=False), IDS) in text
+
+
+def test_another_seed_and_other_ids() -> None:
+    at = open_page(PAGE)
+    at.number_input("forward.seed").set_value(8).run()
+    at.text_input("forward.ids").input("1, 2, 3").run()
+    assert_clean(at)
+    text = page_text(at)
+    assert "[1, 3, 50]" in text and "[1, 2, 3, 3]" in text
+    assert top3(TinyDecoder.seeded(8), [1, 2, 3]) in text
+    assert top3(TinyDecoder.seeded(7), IDS) not in text
+    assert at.query_params["forward.ids"] == "1, 2, 3"
+
+
+def test_a_shared_link_reproduces_the_page() -> None:
+    params = {"forward.seed": "8", "forward.ids": "1, 2, 3", "forward.width": "12",
+              "forward.heads": "3", "forward.layers": "2", "forward.step": "b1.weights"}
+    at = open_page(PAGE, params=params)
+    assert_clean(at)
+    text = page_text(at)
+    model = TinyDecoder.seeded(8, width=12, heads=3, layers=2)
+    assert top3(model, [1, 2, 3]) in text and f"{model.config.parameter_count:,}" in text
+    assert "12 / 3 = **4**" in text
+    assert at.select_slider("forward.step").value == "b1.weights"
+
+
+@pytest.mark.parametrize(
+    ("typed", "key"),
+    [("", "ids_empty"), ("3, a", "ids_not_whole"), ("3, 8.5", "ids_not_whole"),
+     (", ".join(["1"] * 17), "ids_too_many"), ("3, 50", "ids_outside_vocab"),
+     ("-1, 3", "ids_outside_vocab")],
+)
+def test_bad_ids_give_one_message_and_the_articles_ids(typed: str, key: str) -> None:
+    at = open_page(PAGE)
+    at.text_input("forward.ids").input(typed).run()
+    assert_clean(at)
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert message.endswith(catalogue("en")[f"errors.{key}"].rsplit(". ", 1)[-1])
+    for number in ARTICLE:  # the rest of the page works on the article's IDs
+        assert number in page_text(at)
+
+
+def test_bad_ids_message_is_translated() -> None:
+    at = open_page(PAGE, "zh", params={"forward.ids": "3, 50"})
+    assert at.error[0].value == catalogue("zh")["errors.ids_outside_vocab"].format(id=50, last=49)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_width_8_with_3_heads_is_a_translated_message(lang: str) -> None:
+    at = open_page(PAGE, lang)
+    at.button_group("forward.heads").set_value(3).run()
+    assert_clean(at)
+    expected = catalogue(lang)["errors.width_not_divisible"].format(width=8, heads=3)
+    assert [e.value for e in at.error] == [expected]
+    assert len(at.radio) >= 1 and len(at.number_input) >= 2  # exercises and inputs still work
+    at.button_group("forward.width").set_value(12).run()  # 12 / 3 = 4: it runs again
+    assert not at.error and "12 / 3 = **4**" in page_text(at)
+
+
+def test_bad_link_values_fall_back_with_one_note_each() -> None:
+    params = {"forward.heads": "5", "forward.width": "abc", "forward.causal": "maybe",
+              "forward.seed": "1e300", "forward.step": "b7.q"}
+    at = open_page(PAGE, params=params)
+    assert_clean(at)
+    assert len(at.error) == len(params)
+    for number in ARTICLE:
+        assert number in page_text(at)
+
+
+def test_the_walk_visits_every_step_in_order() -> None:
+    at = open_page(PAGE, params={"forward.layers": "2"})
+    slider = at.select_slider("forward.step")
+    expected = [*HEAD_STEPS, *(f"b{b}.{s}" for b in range(2) for s in BLOCK_STEPS), *TAIL_STEPS]
+    assert list(slider.options) == [slider.format_func(s) for s in expected]
+    for step in expected:
+        at.select_slider("forward.step").set_value(step).run()
+        assert not at.exception, step
+        assert len(at.latex) >= 2, step  # the formula, symbolic and with the numbers
+    at.select_slider("forward.step").set_value("b1.q").run()
+    at.button_group("forward.layers").set_value(1).run()  # block 2 is gone
+    assert_clean(at)
+    assert not at.error and at.select_slider("forward.step").value == "tok"
+
+
+def test_choice_exercise_reveals_the_shape(lang: str) -> None:
+    at = open_page(PAGE, lang)
+    explanation = catalogue(lang)["forward.ex_explain"]
+    assert explanation not in page_text(at)  # predict first: no answer before the reveal
+    reveal(at, "forward.shape", 0)
+    assert any(explanation in s.value and catalogue(lang)["kit.right"] in s.value
+               for s in at.success)
+
+
+@pytest.mark.parametrize(("typed", "right"), [(1.0, True), (0.5, False)])
+def test_number_exercise_checks_and_shows_the_steps(typed: float, right: bool) -> None:
+    at = open_page(PAGE)
+    steps = "a_{0,0} = e^{s_{0,0}} / e^{s_{0,0}} = 1"
+    assert steps not in explanations(at)
+    answer(at, "forward.a00", typed)
+    kit = catalogue("en")
+    verdict = (kit["kit.right_number"].format(answer="1.000") if right else
+               kit["kit.not_quite_number"].format(typed=f"{typed:.3f}", answer="1.000"))
+    assert verdict in [m.value for m in (at.success if right else at.warning)]
+    assert steps in explanations(at)
+
+
+def test_a_query_cell_explains_itself_with_its_own_numbers() -> None:
+    at = open_page(PAGE, params={"forward.step": "b0.q"}, state=click(("forward.map_b0_q_0", 3, 5)))
+    model = TinyDecoder.seeded(7)
+    block = model.blocks[0]
+    x = model.token.weight[IDS] + model.position.weight[:8]
+    q = F.linear(F.layer_norm(x, (8,), block.norm1.weight, block.norm1.bias),
+                 block.qkv.weight[:8]).detach()  # rows 0..7 of the fused weight are W_q
+    text = explanations(at)
+    assert "q_{3,5} = " in text and f"= {q[3, 5]:.3f}" in text
+    assert at.query_params["forward.map_b0_q_0"] == "3,5"
+
+
+def test_scores_and_weights_cells_blocked_and_open() -> None:
+    params = {"forward.step": "b0.scores", "forward.map_b0_scores_1": "0,3",
+              "forward.map_b0_scores_0": "7,2"}
+    text = explanations(open_page(PAGE, params=params))
+    assert r"s_{0,3} = -\infty" in text and r"\sqrt{4}" in text  # head width 8 / 2
+    weights = TinyDecoder.seeded(7).trace(IDS).attention_weights
+    params = {"forward.step": "b0.weights", "forward.map_b0_weights_0": "7,2"}
+    text = explanations(open_page(PAGE, params=params))
+    assert f"= {float(weights[0, 0, 7, 2]):.3f}" in text and r"a_{7,2}" in text
+
+
+def test_a_link_asking_for_a_gpu() -> None:
+    at = open_page(PAGE, params={"device": "cuda"})
+    assert_clean(at)
+    text = page_text(at)
+    if torch.cuda.is_available():
+        assert "**cuda**" in text and "1,784" in text  # top-3 within float tolerance: tests/unit
+    else:
+        assert catalogue("en")["kit.no_cuda"] in text and "**cpu**" in text
+        for number in ARTICLE:
+            assert number in text
