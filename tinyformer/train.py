@@ -81,10 +81,10 @@ class TrainSettings:
     layers: int = 2  # decoder blocks
     width: int = 32
     heads: int = 2
-    steps: int = 600
-    learning_rate: float = 3e-3
+    steps: int = 300
+    learning_rate: float = 5e-3
     seed: int = 0
-    batch_size: int = 64
+    batch_size: int = 32
     device: str = "cpu"
 
 

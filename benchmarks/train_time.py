@@ -1,0 +1,102 @@
+"""How long the default training takes here, and how well the result answers.
+
+Trains tinyformer.train's DEFAULT_SETTINGS several times (as the training page would:
+held-out loss every 10 steps), and prints for each run the training time, the held-out
+accuracy (greedy answer names the right payer), the machine's load average (a slow run
+on a busy machine can be told apart) and the CPU time the run used (with one thread,
+about what the wall time would be on an idle machine). Then the shipped model's file
+size and its own held-out accuracy. The target is >= 95 % held-out accuracy within 30 s on a
+2-core machine; this script prints figures, it never asserts.
+
+    .venv/bin/python benchmarks/train_time.py [--repeats 3] [--threads 1] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from tinyformer.corpus import generate  # noqa: E402
+from tinyformer.train import (  # noqa: E402
+    CONFIG_FILE,
+    DEFAULT_SETTINGS,
+    MODEL_DIR,
+    WEIGHTS_FILE,
+    evaluate,
+    load_model,
+    train,
+)
+
+TARGET_SECONDS = 30.0
+TARGET_ACCURACY = 0.95
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads while training")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    args = parser.parse_args()
+    settings = replace(DEFAULT_SETTINGS, device=args.device)
+    print(f"settings: {settings}")
+    print(
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, threads while training: "
+        f"{args.threads}, corpus: {len(generate().train)} train / "
+        f"{len(generate().heldout)} held-out questions"
+    )
+    times, cpu_times, accuracies = [], [], []
+    for run in range(1, args.repeats + 1):
+        load = os.getloadavg()[0]
+        start, cpu_start = time.perf_counter(), time.process_time()
+        result = train(settings, threads=args.threads)
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        ev, last = result.heldout, result.history[-1]
+        times.append(result.seconds)
+        cpu_times.append(cpu)
+        accuracies.append(ev.accuracy)
+        print(
+            f"run {run}: training {result.seconds:5.1f} s (with evaluation {total:5.1f} s, "
+            f"CPU time {cpu:5.1f} s), "
+            f"held-out {ev.correct}/{ev.n} = {ev.accuracy:.2%} right payer, "
+            f"{ev.exact}/{ev.n} exact; final held-out loss {last.heldout_loss:.4f} "
+            f"(answers {last.heldout_answer_loss:.4f}); load average before {load:.2f}"
+        )
+    print(
+        f"training time: min {min(times):.1f} s, median {statistics.median(times):.1f} s, "
+        f"max {max(times):.1f} s (target: within {TARGET_SECONDS:.0f} s)"
+    )
+    print(
+        f"CPU time of training and evaluation: median {statistics.median(cpu_times):.1f} s "
+        "(with one thread, about the wall time on an otherwise idle machine)"
+    )
+    print(f"held-out accuracy: min {min(accuracies):.2%} (target: at least {TARGET_ACCURACY:.0%})")
+    _shipped()
+
+
+def _shipped() -> None:
+    weights = MODEL_DIR / WEIGHTS_FILE
+    if not weights.is_file():
+        print(f"no shipped model at {MODEL_DIR}")
+        return
+    shipped = load_model()
+    ev = evaluate(shipped.model, shipped.vocab, generate().heldout)
+    size = weights.stat().st_size + (MODEL_DIR / CONFIG_FILE).stat().st_size
+    print(
+        f"shipped model: {weights.stat().st_size:,} bytes of weights, {size:,} bytes with its "
+        f"config; held-out {ev.correct}/{ev.n} = {ev.accuracy:.2%} right payer, "
+        f"{ev.exact}/{ev.n} exact"
+    )
+
+
+if __name__ == "__main__":
+    main()
