@@ -15,7 +15,7 @@ from tinyformer.kv_cache import (
 )
 from ui.charts import bars
 from ui.exercise import choice_exercise, number_exercise
-from ui.fmt import short
+from ui.fmt import places, short
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
@@ -37,8 +37,11 @@ def exact(n_bytes: int) -> str:
 
 
 def product(sizes: tuple[int, ...], total: int) -> str:
-    """The cache formula with the numbers in: 32 × 8 × ... = 1{,}073{,}741{,}824."""
-    return (r" \times ".join(str(s) for s in sizes) + f" = {exact(total)}").replace(",", "{,}")
+    """The cache formula with the numbers in, on two lines (a phone is narrow):
+    32 × 8 × ... × 2, then = 1{,}073{,}741{,}824."""
+    factors = r" \times ".join(str(s) for s in sizes)
+    return (rf"\begin{{aligned}}&{factors} \\ &= {exact(total)}\end{{aligned}}"
+            .replace(",", "{,}"))
 
 
 def apply_preset(name: str) -> None:
@@ -102,8 +105,9 @@ with stage_page("kvcache"):
 
     st.subheader(t("kvcache.compare_title", n=exact(seq), b=nbytes))
     caches = preset_caches(seq, nbytes)
-    bars(list(caches), {t("kvcache.mib"): [in_unit(c.total_bytes, "MiB") for c in caches.values()]},
-         key="presets", y_title=t("kvcache.mib"))
+    mib = [in_unit(c.total_bytes, "MiB") for c in caches.values()]
+    bars(list(caches), {t("kvcache.mib"): mib}, key="presets", y_title=t("kvcache.mib"),
+         decimals=places(mib))
     llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
     ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
     st.markdown(t("kvcache.compare_note", ratio=str(ratio)))

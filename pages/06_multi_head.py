@@ -14,7 +14,7 @@ from ui import explain
 from ui.example import TAIL6, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
-from ui.fmt import num, shape
+from ui.fmt import dot_terms, num, shape
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number, toggle
@@ -26,18 +26,34 @@ APPLE = ("苹果", "放进", "冰箱", "，", "它", "会", "保鲜")  # the art
 GQA_HEADS = 4  # query heads in the GQA run: K/V heads 1, 2 or all 4
 
 
+def wrapped_dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value, *, per_line: int,
+                lhs: str = "", raw=None, scale_by: int | None = None) -> str:
+    # KIT: explain.dot over several lines; in one line 8 products overflow the page and 4
+    # a half-width column.
+    rows = [dot_terms(a[k:k + per_line].tolist(), b[k:k + per_line].tolist())
+            for k in range(0, len(a), per_line)]
+    terms = r" \\ &\quad + ".join(rows)
+    head = rf"{name} &= " + (rf"{lhs} \\ &= " if lhs else "")
+    body = rf"{terms} \\ &= {num(value)}" if scale_by is None else (
+        rf"\big({terms}\big) / \sqrt{{{scale_by}}} \\ &= "
+        rf"\frac{{{num(raw)}}}{{\sqrt{{{scale_by}}}}} = {num(value)}")
+    return explain.formula(lead, rf"\begin{{aligned}}{head}{body}\end{{aligned}}")
+
+
 def head_cell(tr: MultiHeadTrace, h: int, i: int, j: int, lead: str) -> str:
     """One weight of head h: its query · the key it reads, scaled, then softmax."""
     name = explain.cell_name("a", i, j)
     if not torch.isfinite(tr.masked[0, h, i, j]):
         return explain.blocked(t("multihead.cell_blocked", i=TAIL6[i], j=TAIL6[j]), name)
-    score = explain.dot(lead, explain.cell_name(r"\tilde s", i, j), tr.q[0, h, i],
-                        tr.k_expanded[0, h, j], tr.scaled[0, h, i, j], scale_by=tr.head_dim)
+    score = wrapped_dot(lead, explain.cell_name(r"\tilde s", i, j), tr.q[0, h, i],
+                        tr.k_expanded[0, h, j], tr.scaled[0, h, i, j], per_line=1,
+                        raw=tr.scores[0, h, i, j], scale_by=tr.head_dim)
     return score + explain.softmax("", name, tr.masked[0, h, i], j)
 
 
-def head_maps(tr: MultiHeadTrace, key: str, label, lead, per_row: int) -> None:
-    """One weight table per query head, `per_row` side by side."""
+def head_maps(tr: MultiHeadTrace, key: str, label, lead) -> None:
+    """One weight table per query head, two side by side (narrower is unreadable)."""
+    per_row = min(tr.n_heads, 2)
     for start in range(0, tr.n_heads, per_row):
         for h, col in zip(range(start, start + per_row), st.columns(per_row), strict=False):
             with col:
@@ -85,12 +101,13 @@ with stage_page("multihead"):
         st.markdown(f"**{t('multihead.q_title')}**")
         cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c belongs to head c // hd
         heatmap(q_full, cols, TAIL6, key="q", **diverging(q_full),
-                explain=lambda i, c: explain.dot(
+                explain=lambda i, c: wrapped_dot(
                     t("multihead.cell_q", i=TAIL6[i], c=c, h=c // hd), explain.cell_name("q", i, c),
-                    x[0, i], w_q[:, c], q_full[i, c], lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
+                    x[0, i], w_q[:, c], q_full[i, c], per_line=4,
+                    lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
 
         st.markdown(f"**{t('multihead.per_head')}**")
-        head_maps(tr, "head", per_row=min(heads, 4),
+        head_maps(tr, "head",
                   label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
                                   lo=h * hd, hi=(h + 1) * hd - 1),
                   lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i], j=TAIL6[j], hd=hd))
@@ -99,9 +116,9 @@ with stage_page("multihead"):
         formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
                 r"\mathrm{head}_{H-1})\, W_o")
         heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
-                **diverging(tr.output), explain=lambda i, c: explain.dot(
+                **diverging(tr.output), explain=lambda i, c: wrapped_dot(
                     t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
-                    tr.concat[0, i], w_o[:, c], tr.output[0, i, c]))
+                    tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
         st.caption(t("multihead.params_note"))
     st.markdown(t("multihead.roles"))
     gloss(APPLE)
@@ -120,12 +137,12 @@ with stage_page("multihead"):
     gt = run.trace
     st.markdown(t(f"multihead.kind_{attention_kind(GQA_HEADS, kv)}", q=GQA_HEADS, kv=kv,
                   g=kv_group_size(GQA_HEADS, kv), wk=shape(run.w_k)))
-    head_maps(gt, "gqa", per_row=GQA_HEADS,
+    head_maps(gt, "gqa",
               label=lambda h: t("multihead.gqa_label", h=h, g=gt.kv_group_of_head[h]),
               lead=lambda h, i, j: t("multihead.cell_gqa", h=h, g=gt.kv_group_of_head[h],
                                      i=TAIL6[i], j=TAIL6[j]))
     for group in run.groups:
-        names = ", ".join(f"Q{h}" for h in group.query_heads)
+        names = t("multihead.sep").join(f"Q{h}" for h in group.query_heads)
         key = "multihead.group_one" if len(group.query_heads) == 1 else "multihead.group_shared"
         st.markdown(t(key, heads=names, g=group.kv_head, gap=num(group.weight_gap)))
     st.success(t("multihead.gqa_32", g=kv_group_size(32, 8), ratio=str(cache_ratio(32, 8)),

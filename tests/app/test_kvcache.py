@@ -9,7 +9,7 @@ from tests.app.conftest import answer, assert_clean, explanations, open_page, pa
 from ui.i18n import catalogue
 
 PAGE = "pages/06_kv_cache.py"
-LLAMA3 = r"32 \times 8 \times 128 \times 8192 \times 2 \times 2 = 1{,}073{,}741{,}824"
+LLAMA3 = r"32 \times 8 \times 128 \times 8192 \times 2 \times 2 \\ &= 1{,}073{,}741{,}824"
 
 
 def metrics(at) -> list[str]:
@@ -42,7 +42,7 @@ def test_edits_change_every_number() -> None:
     at.slider("_kvcache.seq~s").set_value(1024).run()
     assert_clean(at)
     text = page_text(at)
-    assert r"2 \times 8 \times 128 \times 1024 \times 2 \times 2 = 8{,}388{,}608" in text
+    assert r"2 \times 8 \times 128 \times 1024 \times 2 \times 2 \\ &= 8{,}388{,}608" in text
     assert metrics(at) == ["8 MiB", "32 MiB", "1/4"]
     at.selectbox("kvcache.bytes").set_value(4).run()
     at.number_input("kvcache.kvh").set_value(1).run()

@@ -190,7 +190,8 @@ def test_clicked_cells_explain_their_numbers() -> None:
     gqa, _, _ = expected(0, 4, kv=2)
     # A head's Q column comes from all 8 numbers of the token: 8 products.
     q_cell = next(part for part in text.split("$$") if "q_{2,5}" in part)
-    assert q_cell.count(r"\cdot") == 8 + 1 and q_cell.rstrip().endswith(num(q[2, 5]))
+    assert q_cell.count(r"\cdot") == 8 + 1  # x_2 · W_q[:, 5], then its 8 products
+    assert q_cell.rstrip().endswith(f"&= {num(q[2, 5])}\\end{{aligned}}")
     assert "a_{3,1}" in text and f"= {num(weights[1, 3, 1])}" in text
     assert num(output[0, 0]) in text
     assert "K/V head 0" in text and num(gqa[1, 2, 0]) in text
