@@ -1,0 +1,150 @@
+"""Stage 7.2: RoPE turns each pair of q and k by an angle that grows with the position, so
+a score depends on how far apart two words are, not on where they stand."""
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from tinyformer import positional as pos
+from ui import explain
+from ui.charts import vectors
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import diverging, heatmap
+from ui.fmt import dot_terms, latex_matrix, num, places, short, term, vec
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import matrix_input, number, toggle
+from ui.notes import shown_errors
+from ui.page import stage_page
+from ui.reveal import Stepper
+
+ROTATION = (r"R_\theta\begin{bmatrix}a\\ b\end{bmatrix} = \begin{bmatrix}a\cos\theta - "
+            r"b\sin\theta\\ a\sin\theta + b\cos\theta\end{bmatrix}")
+
+
+def column(v, decimals: int = 3) -> str:
+    return latex_matrix([[x] for x in v.tolist()], decimals)
+
+
+def turned(v, deg: float, out) -> str:
+    """R_{30°}[a, b] = [a cos 30° - b sin 30°, a sin 30° + b cos 30°] = [...]."""
+    a, b, th = term(v[0]), term(v[1]), rf"{short(deg)}^\circ"
+    return (rf"R_{{{th}}}{column(v, places(v))} = \begin{{bmatrix}}{a}\cos {th} - {b}\sin "
+            rf"{th}\\ {a}\sin {th} + {b}\cos {th}\end{{bmatrix}} = {column(out)}")
+
+
+def arrows(pair: pos.PairRotation, key: str, plus: str = "") -> None:
+    vectors({f"R<sub>α{plus}</sub>q": pair.q_rot, f"R<sub>β{plus}</sub>k": pair.k_rot},
+            key=key, height=320)
+
+
+def state_row(label: str, pair: pos.PairRotation, a: float, b: float) -> list[str]:
+    return [label, f"{short(a)}°", f"{short(b)}°", f"{short(b - a)}°", num(pair.dot),
+            num(pair.q_rot_length), num(pair.k_rot_length)]
+
+
+def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
+    """One score table; a cell is a dot product, of the turned vectors with RoPE."""
+    qs, ks, table, key = ((run.q_rot, run.k_rot, run.rotated, "rope") if rotated
+                          else (run.q, run.k, run.plain, "plain"))
+
+    def cell(i: int, j: int) -> str:
+        lhs = (rf"(R_{{{i}}}q_{{{i}}})\cdot(R_{{{j}}}k_{{{j}}})" if rotated
+               else rf"q_{{{i}}}\cdot k_{{{j}}}")
+        return explain.dot(t(f"rope.cell_{key}", i=i, j=j), explain.cell_name("s", i, j),
+                           qs[i], ks[j], table[i, j], lhs=lhs)
+
+    st.markdown(f"**{t(f'rope.table_{key}')}**")
+    labels = range(table.shape[0])
+    heatmap(table, [f"k{j}" for j in labels], [f"q{i}" for i in labels], key=key,
+            explain=cell, **style)
+
+
+with stage_page("rope"):
+    st.subheader(t("rope.hand_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        q, k = matrix_input("q", "q", [1, 0]), matrix_input("k", "k", [1, 0])
+        a = number("aq", t("rope.angle_q"), -360, 360, 0, gesture="both")
+        b = number("ak", t("rope.angle_k"), -360, 360, 60, gesture="both")
+    with shown_errors():
+        pair = pos.rotate_pair(q, k, math.radians(a), math.radians(b))
+        with right:
+            arrows(pair, "pair")
+            st.markdown(rf"$(R_\alpha q)\cdot(R_\beta k) = {num(pair.dot)}$")
+        steps = Stepper("hand", [t(f"rope.step_{s}") for s in ("q", "k", "dot")])
+        if steps.shows(1):
+            formula(ROTATION, turned(q, a, pair.q_rot))
+        if steps.shows(2):
+            st.latex(turned(k, b, pair.k_rot))
+        if steps.shows(3):
+            formula(r"(R_\alpha q)\cdot(R_\beta k)",
+                    rf"{dot_terms(pair.q_rot.tolist(), pair.k_rot.tolist())} = {num(pair.dot)}")
+            st.markdown(t("rope.lengths", q=num(pair.q_length), qr=num(pair.q_rot_length),
+                          k=num(pair.k_length), kr=num(pair.k_rot_length), plain=num(pair.plain)))
+
+        st.subheader(t("rope.shift_title"))
+        choice_exercise("shift", t("rope.ex_question"),
+                        [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")], correct=1,
+                        explanation=t("rope.ex_explain"))
+        m = number("shift", t("rope.shift"), -360, 360, 0, gesture="slider")
+        moved = pos.shift_pair(q, k, math.radians(a), math.radians(b), math.radians(m))
+        cols = st.columns(2)
+        with cols[0]:
+            arrows(moved.after, "moved", "+m")
+        with cols[1]:
+            st.table(pd.DataFrame(
+                [state_row(t("rope.before"), moved.before, a, b),
+                 state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
+                columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]))
+            if moved.unchanged:
+                st.success(t("rope.unchanged", dot=num(moved.after.dot)))
+            else:
+                st.warning(t("rope.changed", change=num(moved.change)))
+            st.markdown(t("rope.positions_note"))
+        formula(r"(R_\alpha q)\cdot(R_\beta k) = q\cdot(R_{\beta-\alpha}\,k)",
+                rf"{column(q, places(q))}\cdot{column(pair.k_relative)} = "
+                rf"{num(pair.relative)}")
+        st.caption(t("rope.relative_note", diff=short(b - a)))
+
+    # --- Real RoPE: one frequency per pair ---------------------------------------------
+    st.subheader(t("rope.freq_title"))
+    number_exercise("angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
+                    explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
+                                    rf"{num(pos.rope_frequencies(8)[1])},\quad 10\,\theta_1 = "
+                                    rf"{num(pos.rope_angles([10.0], 8)[0, 1])}\ \text{{rad}}"))
+    formula(r"\theta_i = \text{base}^{-2i/d},\quad \text{angle}_{p,i} = p\,\theta_i")
+    cols = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with cols[0]:
+        d = number("d", t("rope.d"), 1, 16, 8, gesture="slider")
+    with cols[1]:
+        n = number("n", t("rope.n"), 1, 16, 8, gesture="slider")
+    with cols[2]:
+        seed = number("seed", t("rope.seed"), 0, 9999, 0, help=t("rope.seed_help"))
+    same = toggle("same", t("rope.same"), False)
+    with shown_errors():
+        run = pos.random_rope_example(n, d, seed, same_rows=same)
+        theta, turns = pos.rope_frequencies(d), pos.within_turn(run.angles)  # [d/2], [n, d/2]
+        pairs, positions = [f"i={i}" for i in range(len(theta))], range(n)
+        st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
+        heatmap(turns, pairs, [str(p) for p in positions], key="angles", zmin=0, zmax=360,
+                colorscale="Twilight", decimals=1, x_title=t("rope.pair"),
+                y_title=t("rope.position"), explain=lambda p, i: explain.formula(
+                    t("rope.cell_angle", p=p, i=i, a=2 * i, b=2 * i + 1),
+                    rf"{p}\cdot\theta_{{{i}}} = {p}\cdot{num(theta[i], 4)} = "
+                    rf"{num(run.angles[p, i], 4)}\ \text{{rad}} \to {num(turns[p, i], 1)}^\circ"))
+
+        st.subheader(t("rope.scores_title"))
+        st.info(t("rope.random_qk"), icon=":material/casino:")
+        for col, rotated in zip(st.columns(2), (False, True), strict=True):
+            with col:
+                score_map(run, rotated, diverging(run.plain, run.rotated))
+        st.caption(t("rope.same_note" if same else "rope.try_same"))
+
+        st.subheader(t("rope.half_title"))
+        cmp = pos.compare_pairings(run.q, run.k)
+        st.markdown(t("rope.half", order=", ".join(map(str, cmp.order.tolist())),
+                      same=num(cmp.gap_same), reordered=num(cmp.gap_reordered)))
+        st.caption(t("rope.half_why"))
+    st.warning(t("rope.long_context"), icon=":material/warning:")
