@@ -1,14 +1,12 @@
 """Before Transformers: one-hot vectors, dense embeddings, cosine similarity, whitening.
 
-Also the small corpus helpers the n-gram stage needs (character sequences, phrase
-counts, distinct windows). Everything is float64, so the worked numbers are exact to
-the digits a page shows.
+Everything is float64, so the worked numbers are exact to the digits a page shows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -16,36 +14,7 @@ import torch
 from tinyformer.errors import ParameterError, ShapeError
 
 MAX_CLOUD_POINTS = 10_000  # bounds the pairwise cosine work (N^2 / 2 pairs)
-
-
-# --- Corpus helpers (character level) ------------------------------------------------
-def char_sequences(text: str) -> list[str]:
-    """One sequence per non-empty line; each character is one token."""
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def vocabulary(sequences: Iterable[str]) -> list[str]:
-    """The distinct characters of the corpus, sorted."""
-    return sorted({char for seq in sequences for char in seq})
-
-
-def phrase_count(sequences: Iterable[str], phrase: str) -> int:
-    """How often ``phrase`` occurs inside the sequences (overlaps count; never across lines)."""
-    if not phrase:
-        return 0
-    size = len(phrase)
-    return sum(
-        seq[start : start + size] == phrase
-        for seq in sequences
-        for start in range(len(seq) - size + 1)
-    )
-
-
-def distinct_windows(sequences: Iterable[str], n: int) -> int:
-    """How many different n-token windows the corpus actually contains."""
-    if n < 1:
-        raise ParameterError("embedding_window_invalid", f"n must be >= 1, got {n}", n=n)
-    return len({seq[i : i + n] for seq in sequences for i in range(len(seq) - n + 1)})
+MAX_ONE_HOT_CELLS = 10_000_000  # N x V float64 numbers: 80 MB at most
 
 
 # --- One-hot and cosine ----------------------------------------------------------------
@@ -58,6 +27,12 @@ def one_hot(ids: Sequence[int], vocab_size: int) -> torch.Tensor:
             vocab_size=vocab_size,
         )
     index = torch.as_tensor(list(ids), dtype=torch.long)  # [N]
+    if index.numel() * vocab_size > MAX_ONE_HOT_CELLS:
+        raise ParameterError(
+            "embedding_one_hot_too_large",
+            f"{index.numel()} x {vocab_size} one-hot numbers exceed {MAX_ONE_HOT_CELLS}",
+            limit=MAX_ONE_HOT_CELLS,
+        )
     if index.numel() and (index.min() < 0 or index.max() >= vocab_size):
         raise ParameterError(
             "embedding_id_out_of_range",
@@ -76,7 +51,9 @@ class CosineTable:
     vectors: torch.Tensor  # [N, D]
     dots: torch.Tensor  # [N, N] a_i · a_j
     norms: torch.Tensor  # [N] |a_i|
+    denominators: torch.Tensor  # [N, N] |a_i| |a_j|
     cosine: torch.Tensor  # [N, N]; NaN where either vector is zero (no direction)
+    degrees: torch.Tensor  # [N, N] arccos(cosine): 0° same way, 90° across, 180° opposite
 
 
 def cosine_table(x: torch.Tensor) -> CosineTable:
@@ -88,7 +65,10 @@ def cosine_table(x: torch.Tensor) -> CosineTable:
     norms = torch.linalg.vector_norm(x, dim=-1)  # [N]
     denom = norms[:, None] * norms[None, :]  # [N, N]
     cosine = torch.where(denom > 0, dots / torch.where(denom > 0, denom, 1.0), math.nan)
-    return CosineTable(vectors=x, dots=dots, norms=norms, cosine=cosine)
+    # Rounding can push |cos| a hair past 1 (parallel vectors): clamp before arccos.
+    degrees = torch.rad2deg(torch.arccos(cosine.clamp(-1.0, 1.0)))  # NaN stays NaN
+    return CosineTable(vectors=x, dots=dots, norms=norms, denominators=denom, cosine=cosine,
+                       degrees=degrees)
 
 
 def mean_pairwise_cosine(x: torch.Tensor) -> float:
@@ -146,6 +126,9 @@ class Whitening:
 
 def whiten(x: torch.Tensor, rel_tol: float = 1e-10) -> Whitening:
     """Subtract the mean and multiply by the inverse square root of the covariance.
+
+    A post-processing step: it is applied to vectors a model has already learned and
+    changes no model parameter (the embedding table itself stays as trained).
 
     A covariance that is (nearly) singular (points on a line) cannot be whitened:
     ParameterError "embedding_singular_covariance".

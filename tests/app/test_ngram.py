@@ -1,218 +1,242 @@
-"""Stage 0 page: n-gram counts, the limits of counting, one-hot, embeddings, whitening."""
+"""Stage 0.1 in AppTest: n-gram counts, the limits of counting and one-hot vectors, with the
+worked numbers of CURRICULUM.md section 0, live."""
 
 from __future__ import annotations
 
-import pytest
-import torch
+import json
+import re
 
-from tests.app.conftest import assert_clean, open_page, page_text, reveal, tables
-from tinyformer.embedding import anisotropic_cloud, mean_pairwise_cosine, whiten
+import pytest
+
+from tests.app.conftest import (
+    LANGS,
+    _walk,
+    answer,
+    assert_clean,
+    click,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+)
 from ui.fmt import num
 
-PAGE = "pages/00_before_transformers.py"
+PAGE = "pages/00_ngrams.py"
+BIGRAM = [r"P(\text{漫} \mid \text{动}) = \frac{6}{10} = 0.600",
+          r"P(\text{物} \mid \text{动}) = \frac{4}{10} = 0.400"]
+TRIGRAM = r"P(\text{漫} \mid \text{看动}) = \frac{4}{6} = 0.667"
+SIZE_25 = ["100{,}000^{5} = 10^{25}", "10,000,000,000,000,000,000,000,000"]
 
 
-def table_rows(at, label: str, rows: int | None = None) -> dict[str, list[str]]:
-    """Rows (label -> cells) of the first table whose index holds `label` (and has `rows`)."""
-    for table in tables(at):
-        frame = table
-        if label in [str(i) for i in frame.index] and rows in (None, len(frame)):
-            return {str(i): [str(v) for v in row] for i, row in zip(frame.index, frame.values,
-                                                                      strict=True)}
-    raise AssertionError(f"no table with row {label!r}")
+@pytest.fixture(scope="module", params=LANGS)
+def default_page(request):
+    return open_page(PAGE, request.param), request.param
 
 
 def next_table(at) -> dict[str, tuple[str, str]]:
-    """The count / probability table: next character -> (count, probability)."""
-    for table in tables(at):
-        frame = table
+    """The count table of the playground: next character -> (count, probability)."""
+    for frame in tables(at):
         if frame.shape[1] == 3 and frame.index.tolist()[0] == 0:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in frame.values}
     return {}
 
 
-def test_renders_clean_in_both_languages(lang: str) -> None:
-    at = open_page(PAGE, lang)
+def orders(at) -> dict[str, list[str]]:
+    """The orders heatmap: row label -> cells."""
+    frame = next(f for f in tables(at) if any("n=3" in str(i) for i in f.index))
+    return {str(i).split(" ·")[0]: [str(v) for v in row]
+            for i, row in zip(frame.index, frame.values, strict=True)}
+
+
+def text_above(at, widget_key: str) -> str:
+    """Everything the page shows before the widget with this key (predict first)."""
+    parts = []
+    for node in _walk(at.main):
+        if getattr(node, "key", None) == widget_key:
+            return "\n".join(parts)
+        value = getattr(node, "value", None)
+        if node.type == "plotly_chart":
+            value = json.dumps(json.loads(node.proto.spec)["data"], ensure_ascii=False)
+        parts.append(str(value))
+    raise AssertionError(f"no widget {widget_key}")
+
+
+def test_defaults_show_every_worked_number(default_page) -> None:
+    at, lang = default_page
     assert_clean(at)
     text = page_text(at)
-    assert "ngram." not in text and "errors." not in text  # every key is translated
-    assert not at.error
-    title = {"en": "Before Transformers", "zh": "Transformer 之前"}[lang]
-    assert title in at.title[0].value
-
-
-def test_worked_numbers_at_defaults(lang: str) -> None:
-    at = open_page(PAGE, lang)
-    text = page_text(at)
-    # bigram (n = 2, one character of context): the typed 看动 is read as 动
+    assert "ngram." not in text and "errors." not in text  # every key translated
+    for number in [*BIGRAM, *SIZE_25]:
+        assert number in text
     assert next_table(at) == {"漫": ("6", "0.600"), "物": ("4", "0.400")}
-    assert r"P(\text{漫}\mid \text{动}) = 6/10 = 0.600" in text
-    assert r"P(\text{物}\mid \text{动}) = 4/10 = 0.400" in text
-    assert ":gray-background[看]" in text  # the ignored part of the context
-    orders = table_rows(at, "n=3 · " + {"en": "trigram", "zh": "三元（trigram）"}[lang])
-    assert [v for k, v in orders.items() if k.startswith("n=2")] == [["0.600", "0.400"]]
-    assert [v for k, v in orders.items() if k.startswith("n=3")] == [["0.667", "0.333"]]
-    # sparsity: 吃苹果 is seen, 吃梨 never
-    assert r"P(\text{梨}\mid \text{吃}) = 0/2 = 0.000" in text
-    assert r"P(\text{苹}\mid \text{吃}) = 2/2 = 1.000" in text
-    assert "**0**" in text and "**2**" in text
-    # V^n
-    assert "100{,}000^{5} = 10^{25}" in text
-    assert "10,000,000,000,000,000,000,000,000" in text
+    assert orders(at)["n=2"] == ["0.600", "0.400"]
+    assert orders(at)["n=3"] == ["0.667", "0.333"]  # the trigram reads 看动
+    # sparsity: 吃苹果 seen, 吃梨 never
+    assert r"P(\text{梨} \mid \text{吃}) = \frac{0}{2} = 0.000" in text
+    assert r"P(\text{苹} \mid \text{吃}) = \frac{2}{2} = 1.000" in text
     # one-hot: every pair of different words has dot product 0
-    vectors, dots = (t for t in tables(at) if "动物" in t.index)
-    for frame, one, zero in ((vectors, "1", "0"), (dots, "1.000", "0.000")):
+    dots = [f for f in tables(at) if "动物" in f.index]
+    assert len(dots) == 2  # the vectors and their dot products
+    for frame in dots:
         assert [list(map(str, row)) for row in frame.values] == [
-            [one if i == j else zero for j in range(4)] for i in range(4)]
-    # embeddings: 苹果 and 梨 point the same way, 动漫 away from both
-    cos = table_rows(at, "动漫", 3)
-    assert cos["苹果"] == ["1.000", "0.993", "-0.933"]
-    assert r"\cos(\text{苹果}, \text{梨}) = \frac{1.440}{1.204\cdot1.204} = 0.993" in text
-    # whitening: exact readouts, a narrow cone before, about 0 after
-    cloud = anisotropic_cloud(200, torch.Generator().manual_seed(0))
-    before, after = mean_pairwise_cosine(cloud), mean_pairwise_cosine(whiten(cloud).whitened)
-    assert [m.value for m in at.metric] == [num(before), num(after)]
-    assert before > 0.9 and abs(after) < 0.05
+            ["1" if i == j else "0" for j in range(4)] for i in range(4)]
+    assert {"en": "100,000 components", "zh": "100,000 个分量"}[lang] in text
+
+
+def test_singular_and_plural(default_page) -> None:
+    at, lang = default_page
+    text = page_text(at)
+    if lang == "en":
+        assert "n − 1 = 1 character)" in text
+        assert not re.search(r"(?<!− )\b1 characters", text)  # "n − 1 characters" is fine
+        assert "occurs **2** times" in text and "occurs **0** times" in text
+
+
+def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
+    at, _ = default_page
+    above = text_above(at, "_ngram.ex.trigram.value")
+    assert "0.667" not in above and "4/6" not in above and r"\frac{4}{6}" not in above
+    above = text_above(at, "_ngram.ex.pear.choice")
+    assert r"\frac{0}{2}" not in above
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_number_exercise(lang) -> None:
+    at = open_page(PAGE, lang)
+    answer(at, "ngram.trigram", 0.667)
+    assert len(at.success) == 1 and "0.667" in at.success[0].value
+    assert TRIGRAM in explanations(at)  # the worked steps, from the counts
+    answer(at, "ngram.trigram", 0.6)  # the bigram's answer is not the trigram's
+    assert len(at.warning) == 1 and "0.667" in at.warning[0].value
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_choice_exercise(lang) -> None:
+    at = open_page(PAGE, lang)
+    reveal(at, "ngram.pear", 0)
+    assert len(at.success) == 1 and "0/2" in at.success[0].value
 
 
 def test_trigram_via_slider() -> None:
-    at = open_page(PAGE, "en")
-    at.slider("n").set_value(3).run()
+    at = open_page(PAGE)
+    at.slider("ngram.n").set_value(3).run()
     assert_clean(at)
     assert next_table(at) == {"漫": ("4", "0.667"), "物": ("2", "0.333")}
     text = page_text(at)
-    assert r"P(\text{漫}\mid \text{看动}) = 4/6 = 0.667" in text
-    assert "gray-background" not in text  # nothing ignored: the window holds all of it
+    assert TRIGRAM in text and r"P(\text{物} \mid \text{看动}) = \frac{2}{6} = 0.333" in text
+    assert "2 characters)" in text  # n − 1 = 2, plural
+    assert "gray[" not in text  # nothing ignored: the window holds all of 看动
+    assert at.query_params["ngram.n"] == "3"
 
 
-def test_shared_link_trigram_and_window_forgets() -> None:
-    at = open_page(PAGE, "en", {"n": 3, "ctx": "我看动"})
+def test_shared_link_and_the_window_forgets() -> None:
+    at = open_page(PAGE, params={"ngram.n": "3", "ngram.ctx": "我看动"})
     assert_clean(at)
     assert next_table(at)["漫"] == ("4", "0.667")
-    assert ":gray-background[我]" in page_text(at)
-    # a different earlier character, the same bigram answer: the window forgot it
-    at = open_page(PAGE, "en", {"n": 2, "ctx": "吃动"})
+    assert ":gray[~~我~~]" in page_text(at)
+    at = open_page(PAGE, params={"ngram.ctx": "吃动"})  # another earlier character, same answer
     assert next_table(at)["漫"] == ("6", "0.600")
 
 
-def test_unigram_counts_whole_corpus() -> None:
-    at = open_page(PAGE, "en", {"n": 1, "ctx": ""})
+def test_typed_context_updates_the_counts() -> None:
+    at = open_page(PAGE)
+    at.text_input("ngram.ctx").input("吃").run()
+    assert_clean(at)
+    assert next_table(at) == {"苹": ("2", "1.000")}
+    assert at.query_params["ngram.ctx"] == "吃"
+
+
+def test_unigram_counts_the_whole_corpus() -> None:
+    at = open_page(PAGE, params={"ngram.n": "1", "ngram.ctx": ""})
     assert_clean(at)
     table = next_table(at)
-    assert table["，"] == ("5", num(5 / 167))
-    assert table["动"] == ("10", num(10 / 167))
-    assert "more characters" in page_text(at)
+    assert len(table) == 10  # the ten most frequent, as the column says
+    assert table["，"] == ("5", num(5 / 167)) and table["动"] == ("10", num(10 / 167))
 
 
-def test_unseen_context_and_unknown_characters() -> None:
-    at = open_page(PAGE, "en", {"n": 3, "ctx": "吃梨"})
+@pytest.mark.parametrize(("params", "message"), [
+    ({"ngram.n": "3", "ngram.ctx": "吃梨"}, "never occurs"),  # sparsity
+    ({"ngram.ctx": "看X"}, "「X」"),  # a character the corpus never had, inside the window
+    ({"ngram.n": "4", "ngram.ctx": "动"}, "holds only 1 character"),
+])
+def test_contexts_without_a_prediction(params, message) -> None:
+    at = open_page(PAGE, params=params)
     assert_clean(at)
-    assert any("never occurs" in w.value for w in at.warning)
+    assert [w.value for w in at.warning if message in w.value]
     assert next_table(at) == {}
-    at.text_input("ctx").input("看X").run()  # unknown inside the window
+
+
+@pytest.mark.parametrize("ctx", ["", " ", "*$_\\{}", "nan", "1e300", "好" * 12])
+def test_odd_contexts_never_break_the_page(ctx: str) -> None:
+    at = open_page(PAGE, params={"ngram.n": "4"})
+    at.text_input("ngram.ctx").input(ctx).run()
     assert_clean(at)
-    assert any("「X」" in e.value for e in at.error)
-    at = open_page(PAGE, "en", {"n": 2, "ctx": "X动"})  # unknown but outside the window
+    assert len(at.warning) == 1
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_bad_link_values_fall_back_with_a_note(lang) -> None:
+    params = {"ngram.n": "9", "ngram.ctx": "好" * 40, "ngram.V": "1e300", "ngram.tn": "abc"}
+    at = open_page(PAGE, lang, params=params)
     assert_clean(at)
-    assert any("「X」" in i.value and "outside" in i.value for i in at.info)
-    assert next_table(at)["漫"] == ("6", "0.600")
+    assert len(at.error) == 4
+    text = page_text(at)
+    for number in [*BIGRAM, *SIZE_25]:
+        assert number in text
 
 
-@pytest.mark.parametrize("ctx", ["", "动", " ", "*$_\\{}", "好" * 40, "nan", "1e300"])
-def test_bad_context_never_breaks_the_page(ctx: str) -> None:
-    at = open_page(PAGE, "en", {"n": 4, "ctx": ctx})
-    assert_clean(at)
-    assert at.error or at.warning
-
-
-def test_phrases_edit_and_bad_input() -> None:
-    at = open_page(PAGE, "en")
-    at.text_input("pb").input("梨很甜").run()
+def test_phrase_edit_and_bad_phrases() -> None:
+    at = open_page(PAGE)
+    at.text_input("ngram.pb").input("梨很甜").run()
     assert_clean(at)
     text = page_text(at)
-    assert "「梨很甜」 occurs **1** times" in text
-    assert r"P(\text{很}\mid \text{梨}) = 1/2 = 0.500" in text
+    assert "「梨很甜」 occurs **1** time " in text  # singular
+    assert r"P(\text{很} \mid \text{梨}) = \frac{1}{2} = 0.500" in text
     for bad in ("", "吃", "吃X", "inf"):
-        at.text_input("pb").input(bad).run()
+        at.text_input("ngram.pb").input(bad).run()
         assert_clean(at)
-        assert at.error, bad
+        assert len(at.error) == 1, bad
 
 
-def test_table_size_inputs() -> None:
-    at = open_page(PAGE, "en", {"V": 1000, "tn": 3})
-    assert "1{,}000^{3} = 10^{9}" in page_text(at)
-    at.number_input("V").set_value(3).run()
-    at.slider("tn").set_value(4).run()
+def test_table_size_follows_its_inputs() -> None:
+    at = open_page(PAGE, params={"ngram.V": "1000", "ngram.tn": "3"})
     text = page_text(at)
-    assert r"3^{4} = \approx 8.100 \times 10^{1}" in text and "**81**" in text
-    for bad in (0, 10**9):  # a link outside the widget's range falls back to the default
-        at = open_page(PAGE, "en", {"V": bad, "tn": 2})
-        assert_clean(at)
-        assert "100{,}000^{2} = 10^{10}" in page_text(at)
+    assert "1{,}000^{3} = 10^{9}" in text and "**1,000,000,000**" in text
+    assert "V = 70 and n = 3 allow 343,000 different windows" in text
+    assert "1,000 components" in text  # the one-hot width follows V
+    at.number_input("ngram.V").set_value(3).run()
+    at.slider("ngram.tn").set_value(4).run()
+    text = page_text(at)
+    assert "3^{4} = 81" in text and "**81**" in text and "3 components" in text
+    at.number_input("ngram.V").set_value(1).run()
+    assert "1 component," in page_text(at)
+    at = open_page(PAGE, params={"ngram.V": "1000000", "ngram.tn": "10"})  # the bounds
+    text = page_text(at)
+    assert "1{,}000{,}000^{10} = 10^{60}" in text and f"**{10**60:,}**" in text
+    at = open_page(PAGE, params={"ngram.V": "7", "ngram.tn": "10"})
+    text = page_text(at)
+    assert r"7^{10} \approx 2.825 \times 10^{8}" in text and "**282,475,249**" in text
 
 
-def test_corpus_table_size_follows_n() -> None:
-    at = open_page(PAGE, "en", {"n": 3})
-    assert "V = 70 and n = 3 give 343,000 possible windows" in page_text(at)
-
-
-def test_embedding_edit_updates_cosines() -> None:
-    at = open_page(PAGE, "en")
-    at.text_input("E").input("1, 0; 0, 1; -1, 0").run()
+@pytest.mark.parametrize(("v", "n", "shown"), [
+    ("0", "2", "100{,}000^{2} = 10^{10}"), ("1000001", "2", "100{,}000^{2} = 10^{10}"),
+    ("10", "11", "10^{5} = 100{,}000"), ("10", "0", "10^{5} = 100{,}000")])
+def test_table_size_refuses_values_outside_its_bounds(v, n, shown) -> None:
+    at = open_page(PAGE, params={"ngram.V": v, "ngram.tn": n})  # one bad, one good
     assert_clean(at)
-    cos = table_rows(at, "动漫", 3)
-    assert cos["苹果"] == ["1.000", "0.000", "-1.000"]
-    assert cos["梨"] == ["0.000", "1.000", "0.000"]
-
-
-@pytest.mark.parametrize("bad", ["nan, 1; 1, 1; 1, 1", "inf, 1; 1, 1; 1, 1",
-                                 "1e300, 1; 1, 1; 1, 1", "", "1, 2; 3, 4", "1, 2, 3; 1, 2, 3; 1",
-                                 "a, b; c, d; e, f"])
-def test_bad_embedding_input_keeps_last_value(bad: str) -> None:
-    at = open_page(PAGE, "en")
-    at.text_input("E").input(bad).run()
-    assert_clean(at)
-    assert at.error
-    assert table_rows(at, "动漫", 3)["苹果"] == ["1.000", "0.993", "-0.933"]
-
-
-def test_zero_vector_has_no_cosine() -> None:
-    at = open_page(PAGE, "en", {"E": "0, 0; 1, 1; 1, 0"})
-    assert_clean(at)
-    assert any("zero vector" in e.value for e in at.error)
-    assert table_rows(at, "动漫", 3)["梨"] == ["NaN", "1.000", "0.707"]
+    assert len(at.error) == 1
+    assert shown in page_text(at)  # the bad one is back at its default
 
 
 def test_clicked_cells_explain_with_live_numbers() -> None:
-    at = open_page(PAGE, "en")
-    at.session_state["cos_map"] = {"selection": {"points": [{"x": 1, "y": 0}]}}
-    at.session_state["orders_map"] = {"selection": {"points": [{"x": 0, "y": 2}]}}
-    at.session_state["onehot_dots"] = {"selection": {"points": [{"x": 1, "y": 0}]}}
-    at.run()
+    at = open_page(PAGE, state=click(("ngram.orders_map", 2, 0), ("ngram.onehot_dots", 0, 1)))
     assert_clean(at)
-    text = page_text(at)
-    assert (r"\frac{0.9\cdot0.8 + 0.8\cdot0.9}{1.204\cdot1.204} = \frac{1.440}{1.450} = 0.993"
+    text = explanations(at)
+    assert TRIGRAM in text
+    assert (r"e_{\text{苹果}} \cdot e_{\text{梨}} = 1\cdot0 + 0\cdot1 + 0\cdot0 + 0\cdot0 = 0"
             in text)
-    assert r"P(\text{漫}\mid \text{看动}) = 4/6 = 0.667" in text
-    assert r"e_{苹果}\cdot e_{梨} = 1\cdot0 + 0\cdot1 + 0\cdot0 + 0\cdot0 = 0" in text
-
-
-def test_whitening_follows_points_and_seed() -> None:
-    at = open_page(PAGE, "en")
-    at.slider("pts").set_value(20).run()
-    at.number_input("seed").set_value(7).run()
-    assert_clean(at)
-    cloud = anisotropic_cloud(20, torch.Generator().manual_seed(7))
-    expected = [num(mean_pairwise_cosine(cloud)), num(mean_pairwise_cosine(whiten(cloud).whitened))]
-    assert [m.value for m in at.metric] == expected
-    at = open_page(PAGE, "en", {"pts": 500, "seed": -3})  # an out-of-range seed: the default
-    assert_clean(at)
-    cloud = anisotropic_cloud(500, torch.Generator().manual_seed(0))
-    assert at.metric[0].value == num(mean_pairwise_cosine(cloud))
-
-
-def test_exercise_reveals_the_bigram_answer() -> None:
-    at = open_page(PAGE, "en")
-    reveal(at, "ngram", 0)
-    assert_clean(at)
-    assert any("6/10 = 0.600" in s.value for s in at.success)
+    at = open_page(PAGE, params={"ngram.orders_map": "3,0"})  # 4-gram: 看动 is too short
+    assert "holds only 2 characters" in explanations(at)
+    at = open_page(PAGE, params={"ngram.orders_map": "0,0"})
+    assert rf"P(\text{{漫}}) = \frac{{6}}{{167}} = {num(6 / 167)}" in explanations(at)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,63 +13,16 @@ from hypothesis import strategies as st
 
 from tinyformer.embedding import (
     MAX_CLOUD_POINTS,
+    MAX_ONE_HOT_CELLS,
     anisotropic_cloud,
-    char_sequences,
     cosine_table,
-    distinct_windows,
     mean_pairwise_cosine,
     one_hot,
-    phrase_count,
-    vocabulary,
     whiten,
 )
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.ngram import NGramModel
 
 PROPERTY = settings(max_examples=40, deadline=None)
-CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "classroom.txt"
-
-
-@pytest.fixture(scope="module")
-def sequences() -> list[str]:
-    return char_sequences(CORPUS.read_text("utf-8"))
-
-
-# --- corpus ---------------------------------------------------------------------------
-def test_char_sequences_drop_blank_lines_and_edges() -> None:
-    assert char_sequences("  看动漫。 \n\n吃梨\n") == ["看动漫。", "吃梨"]
-
-
-@pytest.mark.parametrize(
-    ("phrase", "count"),
-    [("动漫", 6), ("动物", 4), ("看动漫", 4), ("看动物", 2), ("吃苹果", 2), ("吃梨", 0), ("", 0)],
-)
-def test_corpus_holds_the_curriculum_counts(sequences: list[str], phrase: str, count: int) -> None:
-    assert phrase_count(sequences, phrase) == count
-
-
-def test_phrase_count_counts_overlaps_but_not_across_lines() -> None:
-    assert phrase_count(["aaa"], "aa") == 2
-    assert phrase_count(["ab", "cd"], "bc") == 0
-
-
-def test_worked_ngram_numbers_on_the_corpus(sequences: list[str]) -> None:
-    bigram, trigram = NGramModel(2).fit(sequences), NGramModel(3).fit(sequences)
-    assert bigram.counts("动") == {"漫": 6, "物": 4}
-    assert bigram.next_token_probs("动") == pytest.approx({"漫": 0.6, "物": 0.4})
-    assert trigram.next_token_probs("看动") == pytest.approx({"漫": 4 / 6, "物": 2 / 6})
-    assert bigram.next_token_probs("吃").get("梨", 0.0) == 0.0
-
-
-def test_vocabulary_and_distinct_windows_match_brute_force(sequences: list[str]) -> None:
-    assert vocabulary(sequences) == sorted(set("".join(sequences)))
-    for n in (1, 2, 3, 4):
-        brute = {tuple(s[i : i + n]) for s in sequences for i in range(len(s) - n + 1)}
-        assert distinct_windows(sequences, n) == len(brute)
-    assert distinct_windows(sequences, 1) == len(vocabulary(sequences))
-    with pytest.raises(ParameterError) as info:
-        distinct_windows(sequences, 0)
-    assert info.value.key == "embedding_window_invalid"
 
 
 # --- one-hot and cosine -----------------------------------------------------------------
@@ -88,6 +40,7 @@ def test_one_hot_matches_torch_and_is_orthogonal() -> None:
         ([0, 5], 5, "embedding_id_out_of_range"),
         ([-1], 3, "embedding_id_out_of_range"),
         ([0], 0, "embedding_vocab_invalid"),
+        ([0, 1], MAX_ONE_HOT_CELLS // 2 + 1, "embedding_one_hot_too_large"),
     ],
 )
 def test_one_hot_rejects_bad_ids(ids: list[int], size: int, key: str) -> None:
@@ -101,21 +54,40 @@ def test_cosine_table_matches_torch(gen: torch.Generator) -> None:
     table = cosine_table(x)
     torch.testing.assert_close(table.dots, x @ x.T)
     torch.testing.assert_close(table.norms, x.norm(dim=-1))
+    torch.testing.assert_close(table.denominators, torch.outer(x.norm(dim=-1), x.norm(dim=-1)))
     expected = F.cosine_similarity(x[:, None, :], x[None, :, :], dim=-1)
     torch.testing.assert_close(table.cosine, expected)
 
 
 def test_cosine_worked_example() -> None:
-    # 苹果, 梨, 动漫 on the axes (edible, physical object): the page's defaults.
-    table = cosine_table(torch.tensor([[0.9, 0.8], [0.8, 0.9], [-0.8, -0.3]]))
-    assert round(float(table.cosine[0, 1]), 3) == 0.993
-    assert float(table.cosine[0, 2]) < 0 and float(table.cosine[1, 2]) < 0
+    # 苹果, 梨, 动漫 on the axes (entertainment, edible): the embeddings page's defaults.
+    # The fruits point the same way; 动漫 is unrelated to both: across (near 90°), not
+    # opposite (180°).
+    table = cosine_table(torch.tensor([[0.0, 0.9], [0.1, 0.7], [0.9, 0.0]]))
+    assert round(float(table.cosine[0, 1]), 3) == 0.990
+    assert round(float(table.cosine[0, 2]), 3) == 0.000
+    assert round(float(table.cosine[1, 2]), 3) == 0.141
+    assert [round(float(table.degrees[0, j]), 1) for j in range(3)] == [0.0, 8.1, 90.0]
+    assert round(float(table.degrees[1, 2]), 1) == 81.9
+    opposite = cosine_table(torch.tensor([[0.0, 0.9], [0.0, -0.9]]))
+    assert float(opposite.cosine[0, 1]) == pytest.approx(-1.0)
+    assert float(opposite.degrees[0, 1]) == pytest.approx(180.0)
+
+
+def test_degrees_match_the_arccos_of_torch_cosine(gen: torch.Generator) -> None:
+    x = torch.randn(6, 4, generator=gen, dtype=torch.float64)
+    expected = F.cosine_similarity(x[:, None, :], x[None, :, :], dim=-1).clamp(-1, 1)
+    # arccos is steep at ±1, so rounding of a cosine of 1 moves the angle by ~1e-6 degrees
+    torch.testing.assert_close(cosine_table(x).degrees, torch.rad2deg(torch.arccos(expected)),
+                               atol=1e-5, rtol=0)
+    assert torch.isfinite(cosine_table(x).degrees).all()
 
 
 def test_cosine_ignores_length_and_zero_vector_is_nan() -> None:
     table = cosine_table(torch.tensor([[1.0, 1.0], [5.0, 5.0], [0.0, 0.0]]))
     assert float(table.cosine[0, 1]) == pytest.approx(1.0)
     assert torch.isnan(table.cosine[2]).all() and torch.isnan(table.cosine[:, 2]).all()
+    assert torch.isnan(table.degrees[2]).all()
     assert torch.isfinite(table.cosine[:2, :2]).all()
     with pytest.raises(ShapeError):
         cosine_table(torch.ones(3))

@@ -1,0 +1,134 @@
+"""Stage 0.2: embeddings are dense vectors; the cosine compares their directions; whitening
+spreads a narrow cone of trained vectors."""
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from tinyformer.embedding import anisotropic_cloud, cosine_table, mean_pairwise_cosine, whiten
+from ui import explain
+from ui.charts import vectors
+from ui.example import gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import heatmap, matrix_frame
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import matrix_input, number
+from ui.notes import shown_errors
+from ui.page import stage_page
+
+WORDS = ("苹果", "梨", "动漫")
+COLOURS = {"苹果": "#2f9e44", "梨": "#66a80f", "动漫": "#d6336c"}
+# Axes (entertainment, edible). Both fruit point up "edible", 动漫 along "entertainment":
+# unrelated, so near 90°. The fruit differ in length so that their labels stay apart.
+PLANE = [[0.0, 0.9], [0.1, 0.7], [0.9, 0.0]]
+PRESETS = {"default": "0, 0.9; 0.1, 0.7; 0.9, 0", "opposite": "0, 0.9; 0.1, 0.7; 0, -0.9"}
+BOUND = 2.0
+
+
+def use_preset(name: str) -> None:
+    st.session_state["embeddings.E"] = PRESETS[name]
+
+
+def cos_latex(cos, i: int, j: int, full: bool = True) -> str:
+    """cos(苹果, 梨) = (0·0.1 + 0.9·0.7) / (0.900·0.707) = 0.630 / 0.636 = 0.990, θ = 8.1°;
+    full=False drops the term-by-term step and the angle, to fit beside the formula."""
+    a, b = cos.vectors[i], cos.vectors[j]
+    steps = [rf"\cos(\text{{{WORDS[i]}}}, \text{{{WORDS[j]}}})",
+             rf"\frac{{{num(cos.dots[i, j])}}}{{{num(cos.denominators[i, j])}}}",
+             num(cos.cosine[i, j])]
+    if not full:
+        return " = ".join(steps)
+    steps.insert(1, rf"\frac{{{dot_terms(a, b)}}}{{{num(cos.norms[i])} \cdot {num(cos.norms[j])}}}")
+    return " = ".join(steps) + rf",\quad \theta = {num(cos.degrees[i, j], 1)}^\circ"
+
+
+def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:
+    """The cloud before and after whitening, side by side on equal axes."""
+    lim = 1.1 * max(float(before.abs().max()), float(after.abs().max()))
+    traces, layout = [], {"height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+                          "showlegend": False}
+    for data, colour, ax, domain in ((before, "#e8590c", "", [0, 0.47]),
+                                     (after, "#1971c2", "2", [0.53, 1])):
+        traces.append(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(), mode="markers",
+                                 xaxis=f"x{ax}", yaxis=f"y{ax}",
+                                 marker={"size": 5, "color": colour, "opacity": 0.7},
+                                 hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
+        layout[f"xaxis{ax}"] = {"range": [-lim, lim], "domain": domain}
+        layout[f"yaxis{ax}"] = {"range": [-lim, lim], "scaleanchor": f"x{ax}", "anchor": f"x{ax}"}
+    return go.Figure(data=traces, layout=layout)
+
+
+with stage_page("embeddings"):
+    gloss(WORDS)
+    choice_exercise("unrelated", t("embeddings.ex_choice"),
+                    [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
+                    correct=1, explanation=t("embeddings.ex_choice_explain"))
+
+    st.subheader(t("embeddings.plane_title"))
+    st.markdown(t("embeddings.plane_lead"))
+    axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
+    left, right = st.columns([2, 3])
+    with left:
+        emb = matrix_input("E", t("embeddings.plane_input"), PLANE, rows=3, bound=BOUND,
+                           sliders=True, slider_range=(-BOUND, BOUND),
+                           slider_labels=[f"{w} · {a}" for w in WORDS for a in axes],
+                           help=t("embeddings.plane_help", bound=num(BOUND, 0)))
+        with st.container(horizontal=True):
+            for name in PRESETS:
+                st.button(t(f"embeddings.preset_{name}"), on_click=use_preset, args=(name,))
+    with right:
+        vectors(dict(zip(WORDS, emb.tolist(), strict=True)), key="plane", colours=COLOURS,
+                x_title=axes[0], y_title=axes[1], height=440, decimals=2,
+                reach=max(1.5, 1.5 * float(emb.abs().max())))
+    cos = cosine_table(emb)
+    if (cos.norms == 0).any():
+        st.error(t("embeddings.zero_vector", words="、".join(
+            w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))
+    else:
+        number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
+                        explain.formula(t("embeddings.ex_number_steps"), cos_latex(cos, 1, 2)))
+
+    def explain_cos(i: int, j: int) -> str:
+        return explain.formula(t("embeddings.cell_cos", a=WORDS[i], b=WORDS[j]),
+                               cos_latex(cos, i, j))
+
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{t('embeddings.cos_table')}**")
+        heatmap(cos.cosine, WORDS, WORDS, key="cos_map", explain=explain_cos, zmin=-1, zmax=1,
+                colorscale="RdBu", height=240)
+    with right:
+        st.markdown(f"**{t('embeddings.angle_table')}**")
+        heatmap(cos.degrees, WORDS, WORDS, key="angle_map", explain=explain_cos, zmin=0,
+                zmax=180, colorscale="Purples", decimals=1, height=240)
+    formula(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}",
+            cos_latex(cos, 0, 1, full=False))
+    st.markdown(t("embeddings.which_is_which"))
+    st.caption(t("embeddings.real_widths"))
+
+    st.subheader(t("embeddings.whiten_title"))
+    st.markdown(t("embeddings.whiten_lead"))
+    left, right = st.columns(2)
+    with left:
+        points = number("pts", t("embeddings.points_label"), 20, 500, 200, step=10,
+                        gesture="slider")
+    with right:
+        seed = number("seed", t("embeddings.seed_label"), 0, 9999, 0)
+    with shown_errors():
+        cloud = anisotropic_cloud(points, torch.Generator().manual_seed(seed))
+        white = whiten(cloud)
+        st.caption(t("embeddings.cloud_note"))
+        before, after = st.columns(2)
+        before.metric(t("embeddings.mean_cos_before"), num(mean_pairwise_cosine(cloud)))
+        after.metric(t("embeddings.mean_cos_after"), num(mean_pairwise_cosine(white.whitened)))
+        st.plotly_chart(clouds_figure(cloud, white.whitened), config={"displayModeBar": False},
+                        width="stretch", key="_embeddings.clouds")
+        formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
+                rf"\begin{{gathered}}\mu = {latex_vec(white.mean)},\quad "
+                rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
+                rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
+        with st.expander(t("embeddings.whiten_check")):
+            st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
+    st.info(t("embeddings.whiten_when"), icon=":material/schedule:")
