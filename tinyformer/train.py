@@ -126,7 +126,8 @@ class TrainResult:
     stopped: bool  # the callback asked to stop before the last step
     steps_done: int
     seconds: float  # training loop only (evaluation excluded)
-    heldout: Evaluation
+    heldout: Evaluation  # greedy answers to corpus.heldout after the last step done
+    corpus: Corpus  # the split trained on
 
 
 @dataclass(frozen=True)
@@ -334,11 +335,14 @@ def _train(
     for param in model.parameters():
         param.requires_grad_(False)
     heldout = evaluate(model, vocab, corpus.heldout)
-    return TrainResult(model, vocab, settings, tuple(history), stopped, step, seconds, heldout)
+    return TrainResult(
+        model, vocab, settings, tuple(history), stopped, step, seconds, heldout, corpus
+    )
 
 
 def _set_lr(optimizer: torch.optim.Optimizer, settings: TrainSettings, step: int) -> None:
-    # Cosine decay from the chosen rate to 0 at the last step: big steps early, then settle.
+    # Cosine decay from the chosen rate towards 0 at the last step: big steps early, then
+    # smaller ones that let the weights settle.
     lr = settings.learning_rate * 0.5 * (1 + math.cos(math.pi * (step - 1) / settings.steps))
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -380,6 +384,8 @@ def greedy_answers(
     for i, question in enumerate(questions):
         by_length.setdefault(len(question), []).append(i)
     for length, rows in by_length.items():
+        if length == 0:
+            raise ParameterError("trained_question_empty", "a question is empty")
         if length + n_new - 1 > model.max_length:
             raise ParameterError(
                 "train_answer_too_long",
@@ -427,7 +433,12 @@ def save_model(result: TrainResult, directory: Path = MODEL_DIR) -> tuple[Path, 
         "model": result.model.config.to_dict(),
         "vocab_tokens": list(result.vocab.tokens),
         "settings": asdict(result.settings),
-        "corpus": {"seed": generate().seed, "heldout_fraction": generate().heldout_fraction},
+        "corpus": {
+            "seed": result.corpus.seed,
+            "heldout_fraction": result.corpus.heldout_fraction,
+            "train": len(result.corpus.train),
+            "heldout": len(result.corpus.heldout),
+        },
         "heldout": {
             "n": result.heldout.n,
             "correct": result.heldout.correct,

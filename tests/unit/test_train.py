@@ -219,6 +219,7 @@ def test_save_then_load_gives_the_same_model(tiny_result, tmp_path: Path) -> Non
     assert torch.equal(loaded.model(ids)[0], tiny_result.model(ids)[0])
     config = json.loads(config_path.read_text("utf-8"))
     assert config["heldout"]["correct"] == tiny_result.heldout.correct
+    assert config["corpus"]["heldout"] == 40  # the slice trained against, not the default
 
 
 def test_loading_checks_the_files(tiny_result, tmp_path: Path) -> None:
