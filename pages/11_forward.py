@@ -17,25 +17,26 @@ from ui.notes import random_weights_note, shown_errors
 from ui.page import device_name, stage_page
 
 VOCAB, MAX_LEN, GRID = 50, 16, 10  # the 50 probabilities are drawn 10 token IDs to a row
-NORM = r"\frac{x_c - \mu}{\sqrt{\sigma^2 + \epsilon}}\,\gamma_c + \beta_c"
+NORM = r"\frac{{{0}_c - \mu}}{{\sqrt{{\sigma^2 + \epsilon}}}}\,\gamma_c + \beta_c"  # of row i
 FORMULA = {  # step name -> (the symbol of one cell, the step's formula)
     "tok": ("e", r"e_i = E[\mathrm{id}_i]"), "pos": ("p", r"p_i = P[i]"), "x0": ("x", "x = e + p"),
-    "norm1": (r"\hat x", r"\hat x = \mathrm{LN}_1(x) = " + NORM), "q": ("q", r"Q = \hat x W_q"),
+    "norm1": (r"\hat x", r"\hat x_c = " + NORM.format("x")), "q": ("q", r"Q = \hat x W_q"),
     "k": ("k", r"K = \hat x W_k"), "v": ("v", r"V = \hat x W_v"),
     "scores": ("s", r"S^{(h)} = \frac{Q^{(h)} K^{(h)\top}}{\sqrt{d_h}} + M"),
     "weights": ("a", r"A^{(h)} = \mathrm{softmax}(S^{(h)})"), "proj": ("y", "y = O W_o"),
     "heads": ("o", r"O^{(h)} = A^{(h)} V^{(h)}"), "resid1": ("h", "h = x + y"),
     "merged": ("o", r"O = [O^{(0)} \cdots O^{(H-1)}]"), "ffn_out": ("f", "f = u W_2 + b_2"),
-    "norm2": (r"\hat h", r"\hat h = \mathrm{LN}_2(h) = " + NORM), "resid2": ("x'", "x' = h + f"),
+    "norm2": (r"\hat h", r"\hat h_c = " + NORM.format("h")), "resid2": ("x'", "x' = h + f"),
     "ffn_hidden": ("u", r"u = \mathrm{GELU}(\hat h W_1 + b_1)"), "logits": ("z", r"z = \bar x W"),
-    "final": (r"\bar x", r"\bar x = \mathrm{LN}_f(x') = " + NORM),
+    "final": (r"\bar x", r"\bar x_c = " + NORM.format("x'")),
     "probs": ("p", r"p = \mathrm{softmax}(z_{N-1})"),
 }
 
 
-@st.cache_resource(max_entries=16)  # shared by every session; drawn on the CPU, then moved
-def model_for(seed: int, device: str, **settings) -> TinyDecoder:
-    return TinyDecoder.seeded(seed, device=device, **settings)
+@st.cache_resource(max_entries=32)  # one run per setting, shared by every session
+def run(seed: int, device: str, ids: tuple[int, ...], **settings) -> tuple:
+    model = TinyDecoder.seeded(seed, device=device, **settings)  # drawn on the CPU, then moved
+    return model, (trace := model.trace(list(ids))), forward_steps(model, trace)
 
 
 def explain_cell(step: Step, g: int, i: int, c: int, rows: list[str]) -> str:
@@ -116,9 +117,8 @@ with stage_page("forward", uses_device=True):
         ids = parse_ids(ids_text, VOCAB, MAX_LEN)
     random_weights_note()
     with shown_errors():
-        model = model_for(seed, device_name(), width=width, heads=heads, layers=layers,
-                          causal=causal)
-        trace = model.trace(ids)
+        model, trace, steps = run(seed, device_name(), tuple(ids), width=width, heads=heads,
+                                  layers=layers, causal=causal)
         n, hd, attention = len(ids), model.head_dim, trace.attention_weights[0].cpu()  # [H, N, N]
         rows, top = [f"{i} · ID {v}" for i, v in enumerate(ids)], trace.top(10)
         st.subheader(t("forward.run_title"))
@@ -139,7 +139,6 @@ with stage_page("forward", uses_device=True):
              decimals=4, x_title=t("forward.next_id"), height=260)
 
         st.subheader(t("forward.walk_title"))
-        steps = forward_steps(model, trace)
         names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
                  + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(steps)}
         keep_choosable("step", names)

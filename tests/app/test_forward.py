@@ -165,7 +165,7 @@ def test_choice_exercise_reveals_the_shape(lang: str) -> None:
 @pytest.mark.parametrize(("typed", "right"), [(1.0, True), (0.5, False)])
 def test_number_exercise_checks_and_shows_the_steps(typed: float, right: bool) -> None:
     at = open_page(PAGE)
-    steps = "a_{0,0} = e^{s_{0,0}} / e^{s_{0,0}} = 1"
+    steps = "$e^s / e^s = 1$"
     assert steps not in explanations(at)
     answer(at, "forward.a00", typed)
     kit = catalogue("en")
