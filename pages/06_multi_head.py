@@ -14,7 +14,7 @@ from ui import explain
 from ui.example import TAIL6, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
-from ui.fmt import dot_terms, num, shape
+from ui.fmt import num, shape
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number, toggle
@@ -26,28 +26,14 @@ APPLE = ("苹果", "放进", "冰箱", "，", "它", "会", "保鲜")  # the art
 GQA_HEADS = 4  # query heads in the GQA run: K/V heads 1, 2 or all 4
 
 
-def wrapped_dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value, *, per_line: int,
-                lhs: str = "", raw=None, scale_by: int | None = None) -> str:
-    # KIT: explain.dot over several lines; in one line 8 products overflow the page and 4
-    # a half-width column.
-    rows = [dot_terms(a[k:k + per_line].tolist(), b[k:k + per_line].tolist())
-            for k in range(0, len(a), per_line)]
-    terms = r" \\ &\quad + ".join(rows)
-    head = rf"{name} &= " + (rf"{lhs} \\ &= " if lhs else "")
-    body = rf"{terms} \\ &= {num(value)}" if scale_by is None else (
-        rf"\big({terms}\big) / \sqrt{{{scale_by}}} \\ &= "
-        rf"\frac{{{num(raw)}}}{{\sqrt{{{scale_by}}}}} = {num(value)}")
-    return explain.formula(lead, rf"\begin{{aligned}}{head}{body}\end{{aligned}}")
-
-
 def head_cell(tr: MultiHeadTrace, h: int, i: int, j: int, lead: str) -> str:
     """One weight of head h: its query · the key it reads, scaled, then softmax."""
     name = explain.cell_name("a", i, j)
     if not torch.isfinite(tr.masked[0, h, i, j]):
         return explain.blocked(t("multihead.cell_blocked", i=TAIL6[i], j=TAIL6[j]), name)
-    score = wrapped_dot(lead, explain.cell_name(r"\tilde s", i, j), tr.q[0, h, i],
+    score = explain.dot(lead, explain.cell_name(r"\tilde s", i, j), tr.q[0, h, i],
                         tr.k_expanded[0, h, j], tr.scaled[0, h, i, j], per_line=1,
-                        raw=tr.scores[0, h, i, j], scale_by=tr.head_dim)
+                        scale_by=tr.head_dim)
     return score + explain.softmax("", name, tr.masked[0, h, i], j)
 
 
@@ -101,7 +87,7 @@ with stage_page("multihead"):
         st.markdown(f"**{t('multihead.q_title')}**")
         cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c belongs to head c // hd
         heatmap(q_full, cols, TAIL6, key="q", **diverging(q_full),
-                explain=lambda i, c: wrapped_dot(
+                explain=lambda i, c: explain.dot(
                     t("multihead.cell_q", i=TAIL6[i], c=c, h=c // hd), explain.cell_name("q", i, c),
                     x[0, i], w_q[:, c], q_full[i, c], per_line=4,
                     lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
@@ -116,7 +102,7 @@ with stage_page("multihead"):
         formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
                 r"\mathrm{head}_{H-1})\, W_o")
         heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
-                **diverging(tr.output), explain=lambda i, c: wrapped_dot(
+                **diverging(tr.output), explain=lambda i, c: explain.dot(
                     t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
                     tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
         st.caption(t("multihead.params_note"))

@@ -24,13 +24,17 @@ def _block(lead: str, latex: str) -> str:
 
 
 def dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value: float, *,
-        lhs: str = "", scale_by: float | None = None, decimals: int = 3) -> str:
+        lhs: str = "", scale_by: float | None = None, decimals: int = 3,
+        per_line: int = 4) -> str:
     """name = lhs = a·b term by term [/ sqrt(d)] = value.
 
-    scale_by: d when the dot product is divided by sqrt(d) (a scaled score).
+    scale_by: d when the dot product is divided by sqrt(d) (a scaled score). Longer
+    than per_line products, the sum runs over several lines, so it fits a column.
     """
-    terms = dot_terms(a.tolist(), b.tolist())
     raw = float((a * b).sum())
+    if len(a) > per_line:
+        return _long_dot(lead, name, a, b, value, raw, lhs, scale_by, decimals, per_line)
+    terms = dot_terms(a.tolist(), b.tolist())
     steps = [name] + ([lhs] if lhs else [])
     if scale_by is None:
         steps += [terms, num(value, decimals)]
@@ -39,6 +43,21 @@ def dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value: float, *,
                   rf"\frac{{{num(raw, decimals)}}}{{{num(scale_by ** 0.5, decimals)}}}",
                   num(value, decimals)]
     return _block(lead, " = ".join(steps))
+
+
+def _long_dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value: float,
+              raw: float, lhs: str, scale_by: float | None, decimals: int,
+              per_line: int) -> str:
+    rows = [dot_terms(a[k:k + per_line].tolist(), b[k:k + per_line].tolist())
+            for k in range(0, len(a), per_line)]
+    terms = r" \\ &\quad + ".join(rows)
+    head = rf"{name} &= " + (rf"{lhs} \\ &= " if lhs else "")
+    if scale_by is None:
+        body = rf"{terms} \\ &= {num(value, decimals)}"
+    else:
+        body = (rf"\big({terms}\big) / \sqrt{{{scale_by}}} \\ &= "
+                rf"\frac{{{num(raw, decimals)}}}{{\sqrt{{{scale_by}}}}} = {num(value, decimals)}")
+    return _block(lead, rf"\begin{{aligned}}{head}{body}\end{{aligned}}")
 
 
 def softmax(lead: str, name: str, row_scores: torch.Tensor, col: int, *,

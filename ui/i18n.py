@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
@@ -64,8 +65,18 @@ def resolve_lang() -> str:
     return lang
 
 
+_last_lang = DEFAULT_LANG  # see current_lang
+
+
 def current_lang() -> str:
-    return st.session_state.get("_lang", DEFAULT_LANG)
+    """The session's language. Outside a script run (AppTest rebuilds a widget's option
+    labels from the test's own thread) there is no session: the language of the last
+    run is used, which in a test is the one session's."""
+    global _last_lang
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return _last_lang
+    _last_lang = st.session_state.get("_lang", DEFAULT_LANG)
+    return _last_lang
 
 
 def t(key: str, **values: object) -> str:
