@@ -161,3 +161,13 @@ def test_parse_ids_errors(text: str, key: str, values: dict) -> None:
     with pytest.raises(TinyformerError) as err:
         parse_ids(text, 50, 16)
     assert err.value.key == key and err.value.values == values
+
+
+def test_the_mask_leaves_one_blocks_prediction_alone_but_not_two_blocks() -> None:
+    """What the page says when the mask is switched off: the last row reads every position
+    either way, so one block predicts the same; with two, the earlier rows feed block 2."""
+    for layers, same in ((1, True), (2, False)):
+        on = TinyDecoder.seeded(7, layers=layers).trace(IDS)
+        off = TinyDecoder.seeded(7, layers=layers, causal=False).trace(IDS)
+        assert torch.allclose(on.probs, off.probs, atol=1e-7) is same
+        assert not torch.allclose(on.logits[:, 0], off.logits[:, 0])  # row 0 changes
