@@ -17,7 +17,7 @@ from ui.page import stage_page
 
 MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
 WORDS = ("苹果", "梨", "动漫", "动物")
-STACK = r"\begin{gathered}%s\end{gathered}"  # one chain step per line
+STACK = r"\begin{gathered}%s\end{gathered}"  # one probability per line (phones are narrow)
 
 
 @st.cache_resource
@@ -82,8 +82,7 @@ with stage_page("ngram"):
                   t("ngram.col_count"): [s.count for s in steps],
                   t("ngram.col_prob"): [num(s.probability) for s in steps]})
         formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
-                r",\quad ".join(p_latex(s) for s in steps[:2]))
-    st.caption(t("ngram.speed"))
+                STACK % r" \\[8pt] ".join(p_latex(s) for s in steps[:2]))
 
     st.markdown(f"**{t('ngram.orders_title')}**")
     rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
@@ -133,8 +132,9 @@ with stage_page("ngram"):
     formula(rf"\text{{{t('ngram.table_symbol')}}} = V^{{\,n}}",
             rf"{v_size:,}^{{{tn}}} {value}".replace(",", "{,}"))
     st.markdown(t("ngram.size_exact", size=f"{size.entries:,}"))
+    share = num(100 * cover.share, 2) if cover.share >= 1e-4 else "< 0.01"
     st.caption(t("ngram.size_corpus", v=cover.vocab_size, n=tn, possible=f"{cover.possible:,}",
-                 seen=f"{cover.seen:,}", pct=num(100 * cover.share, 2)))
+                 seen=f"{cover.seen:,}", pct=share))
 
     st.subheader(t("ngram.onehot_title"))
     st.markdown(t("ngram.onehot_lead", v=f"{v_size:,}", components=counted("components", v_size)))

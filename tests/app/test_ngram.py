@@ -91,6 +91,8 @@ def test_singular_and_plural(default_page) -> None:
         assert "n − 1 = 1 character)" in text
         assert not re.search(r"(?<!− )\b1 characters", text)  # "n − 1 characters" is fine
         assert "occurs **2** times" in text and "occurs **0** times" in text
+        assert "V = 70 and n = 5 allow 1,680,700,000 different windows" in text
+        assert "(< 0.01%)" in text  # not a misleading 0.00%
 
 
 def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
