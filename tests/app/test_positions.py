@@ -1,0 +1,188 @@
+"""Stage 7.1 in AppTest: 我吃苹果 and 苹果吃我 give the same rows, moved, until positions
+are added; the sinusoidal table (CURRICULUM.md section 7)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.app.conftest import (
+    _walk,
+    answer,
+    assert_clean,
+    click,
+    explanations,
+    heatmap_frame,
+    open_page,
+    page_text,
+    reveal,
+)
+from tinyformer.projection import random_setup
+from ui.fmt import num, vec
+
+PAGE = "pages/07_positions.py"
+WORDS = ("我", "吃", "苹果")
+CHECK_ROW = "[0.841, 0.540, 0.010, 1.000]"  # CURRICULUM 7: d = 4, pos = 1
+
+
+def pe(n: int, d: int) -> torch.Tensor:
+    """The sinusoidal table from the formula, with math.sin / math.cos."""
+    return torch.tensor([[(math.sin if c % 2 == 0 else math.cos)(p / 10000 ** ((c - c % 2) / d))
+                          for c in range(d)] for p in range(n)], dtype=torch.float64)
+
+
+def expected(order=(2, 1, 0), width=4, seed=0, positions=False) -> list[list[list[str]]]:
+    """Independent of tinyformer.word_order: the seeded table and weights, then PyTorch's
+    own attention; each sentence's output rows as the page prints them."""
+    setup = random_setup(3, width, width, torch.Generator().manual_seed(seed))
+    tables_ = []
+    for words in (range(3), order):
+        x = setup.x[list(words)] + (pe(3, width) if positions else 0)  # [3, d]
+        out = F.scaled_dot_product_attention(x @ setup.w_q, x @ setup.w_k, x @ setup.w_v)
+        tables_.append([[num(v) for v in row] for row in out.tolist()])
+    return tables_
+
+
+def heatmaps(at) -> dict[str, list[list[str]]]:
+    """Each heatmap by its key ("out_a", "table", ...), as the numbers in its cells."""
+    found = {}
+    for node in _walk(at.main):
+        if node.type == "plotly_chart" and json.loads(node.proto.spec)["data"][0]["type"] \
+                == "heatmap":
+            key = node.proto.id.split("_positions.", 1)[-1].split("~", 1)[0]
+            found[key] = heatmap_frame(node).values.tolist()
+    return found
+
+
+def text_before(at, key: str) -> str:
+    """Everything written on the page above the widget `key`."""
+    parts = []
+    for node in _walk(at.main):
+        if getattr(node, "key", None) == key:
+            return "\n".join(parts)
+        if node.type == "plotly_chart" and "heatmap" in node.proto.spec:
+            parts.append(heatmap_frame(node).to_string())
+        elif isinstance(getattr(node, "value", None), str):
+            parts.append(node.value)
+    raise AssertionError(f"{key} is not on the page")
+
+
+@pytest.fixture(scope="module", params=("zh", "en"))
+def default_page(request):
+    return open_page(PAGE, request.param)
+
+
+def test_defaults_show_the_worked_numbers(default_page) -> None:
+    assert_clean(default_page)
+    assert CHECK_ROW in page_text(default_page)
+    maps = heatmaps(default_page)
+    first, second = expected()
+    assert maps["out_a"] == first and maps["out_b"] == second
+    assert [maps["out_b"][2], maps["out_b"][1], maps["out_b"][0]] == maps["out_a"]  # moved
+    assert all(v == "0.000" for row in maps["out_gap"] for v in row)
+    with_pe = expected(positions=True)
+    assert maps["pos_a"] == with_pe[0] and maps["pos_b"] == with_pe[1]
+    assert maps["pos_a"][0] != maps["pos_b"][2]  # 我's row changed
+    assert maps["pe_rows"][1] == ["0.841", "0.540", "0.010", "1.000"]
+    assert len(default_page.success) == 1 and len(default_page.warning) == 2
+
+
+def test_english_view_glosses_the_words() -> None:
+    assert "我 *I* · 吃 *eat* · 苹果 *apple*" in page_text(open_page(PAGE, "en"))
+
+
+def test_sinusoidal_table_follows_the_formula(default_page) -> None:
+    table = heatmaps(default_page)["table"]
+    assert table == [[num(v) for v in row] for row in pe(16, 4).tolist()]
+
+
+@pytest.mark.parametrize(("order", "width", "seed"), [("021", 4, 0), ("120", 6, 3),
+                                                      ("201", 1, 9)])
+def test_edits_and_shared_links_give_the_same_numbers(order, width, seed) -> None:
+    at = open_page(PAGE)
+    at.selectbox("positions.order").set_value(order).run()
+    at.slider("positions.d").set_value(width).run()
+    at.number_input("positions.seed").set_value(seed).run()
+    assert_clean(at)
+    perm = tuple(int(c) for c in order)
+    edited = heatmaps(at)
+    assert [edited["out_a"], edited["out_b"]] == expected(perm, width, seed)
+    assert [edited["pos_a"], edited["pos_b"]] == expected(perm, width, seed, positions=True)
+    assert len(at.success) == 1  # the rows only moved, as computed
+    linked = open_page(PAGE, params={"positions.order": order, "positions.d": str(width),
+                                     "positions.seed": str(seed)})
+    assert heatmaps(linked) == edited
+
+
+def test_table_width_position_and_length() -> None:
+    at = open_page(PAGE)
+    at.number_input("_positions.table_d~n").set_value(6).run()
+    at.number_input("_positions.pos~n").set_value(5).run()
+    at.slider("positions.n").set_value(3).run()
+    assert_clean(at)
+    assert f"`{vec(pe(6, 6)[5])}`" in page_text(at)
+    assert r"PE_{5,2} = \sin\frac{5}{10000^{2/6}}" in page_text(at)  # the first 4 columns...
+    assert r"PE_{5,4}" not in page_text(at)
+    assert r"\ldots" in page_text(at)  # ...then the rest in the table
+    assert heatmaps(at)["table"] == [[num(v) for v in row] for row in pe(3, 6).tolist()]
+    linked = open_page(PAGE, params={"positions.table_d": "6", "positions.pos": "5",
+                                     "positions.n": "3"})
+    assert heatmaps(linked) == heatmaps(at)
+    assert f"`{vec(pe(6, 6)[5])}`" in page_text(linked)
+
+
+@pytest.mark.parametrize(("key", "bad"), [
+    ("positions.order", "abc"), ("positions.order", "012"), ("positions.d", "1e300"),
+    ("positions.d", "nan"), ("positions.seed", "-1"), ("positions.table_d", "text"),
+    ("positions.pos", "inf"), ("positions.n", "65"), ("positions.shuffle.step", "9"),
+])
+def test_a_bad_link_value_gives_one_note_and_the_default(key, bad) -> None:
+    at = open_page(PAGE, params={key: bad})
+    assert_clean(at)
+    assert len(at.error) == 1
+    assert CHECK_ROW in page_text(at)
+    assert heatmaps(at)["out_a"] == expected()[0]
+
+
+def test_bad_link_note_is_translated() -> None:
+    assert "默认值" in open_page(PAGE, "zh", params={"positions.d": "x"}).error[0].value
+
+
+def test_choice_exercise(lang) -> None:
+    at = open_page(PAGE, lang)
+    assert "PE[2]" not in "".join(m.value for m in at.success)
+    reveal(at, "positions.pe", 1)
+    assert len(at.success) == 2  # the computed "rows only moved" and the right answer
+    assert "PE[2]" in at.success[-1].value and "「我」" in at.success[-1].value
+
+
+@pytest.mark.parametrize(("typed", "right"), [(0.05, True), (-0.959, False)])
+def test_number_exercise_is_asked_before_its_answer(typed, right) -> None:
+    at = open_page(PAGE)
+    above = text_before(at, "_positions.ex.pe52.value")
+    assert "0.050" not in above and "PE_{5,2}" not in above
+    answer(at, "positions.pe52", typed)
+    assert len(at.success if right else at.warning) == (2 if right else 3)
+    assert r"\sin\frac{5}{100} = \sin(0.0500) = 0.050" in explanations(at)
+
+
+def test_cells_explain_themselves() -> None:
+    at = open_page(PAGE, state=click(("positions.out_b", 2, 1), ("positions.table", 1, 2)))
+    text = explanations(at)
+    assert r"o_{2,1} = \sum_j a_{2,j} v_{j,1} =" in text
+    assert r"= -0.136" in text  # 我's component 1, the same as in 我吃苹果
+    assert r"PE_{1,2} = \sin\frac{1}{10000^{2/4}} = \sin\frac{1}{100}" in text
+    linked = explanations(open_page(PAGE, params={"positions.out_gap": "0,2"}))
+    assert r"1.032 - (1.032) = 0.000" in linked
+
+
+def test_steps_reveal_the_argument_in_order() -> None:
+    one = open_page(PAGE, params={"positions.shuffle.step": "1"})
+    assert set(heatmaps(one)) == {"out_a", "out_b", "table"} and not one.success
+    two = open_page(PAGE, params={"positions.shuffle.step": "2"})
+    assert "out_gap" in heatmaps(two) and "pos_a" not in heatmaps(two)
+    assert len(two.success) == 1
