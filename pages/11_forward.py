@@ -5,7 +5,7 @@ import streamlit as st
 from tinyformer.forward_pass import ARTICLE_IDS, Step, forward_steps, later_weight, parse_ids
 from tinyformer.model import TinyDecoder
 from tinyformer.softmax import softmax_steps
-from ui import explain, state
+from ui import explain
 from ui.charts import bars
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
@@ -78,7 +78,7 @@ def show_step(step: Step, rows: list[str], hd: int, top: int) -> None:
         f"h{c // hd}·{c % hd}" if step.name in ("q", "k", "v", "merged") else str(c)
         for c in range(out.shape[-1])]  # Q, K, V: column c belongs to head c // hd
     first = (0, 0, top) if step.name == "probs" else (0, len(rows) - 1, 0)  # shown as formula
-    formula(FORMULA[step.name][1], explain_cell(step, *first, rows).split("$$")[1])  # KIT
+    formula(FORMULA[step.name][1], explain.latex_part(explain_cell(step, *first, rows)))
     style = {"colorscale": "Oranges", "zmin": 0} if step.op == "softmax" else diverging(out)
     if step.name == "probs":  # one row of 50, drawn as 5 rows of 10 token IDs
         heatmap(out[0, 0].reshape(-1, GRID), [str(c) for c in range(GRID)],
@@ -90,12 +90,6 @@ def show_step(step: Step, rows: list[str], hd: int, top: int) -> None:
             heatmap(out[g], cols, rows, key=f"map_{step.id.replace('.', '_')}_{g}", **style,
                     x_title=t("forward.head", h=g, hd=hd) if groups > 1 else "",
                     explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows))
-
-
-def keep_choosable(name: str, options) -> None:  # KIT: options that shrink (fewer blocks):
-    if st.session_state.get(key := state.qualify(name)) not in (None, *options):  # no note
-        del st.session_state[key]
-        st.query_params.pop(key, None)
 
 
 with stage_page("forward", uses_device=True):
@@ -141,9 +135,9 @@ with stage_page("forward", uses_device=True):
         st.subheader(t("forward.walk_title"))
         names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
                  + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(steps)}
-        keep_choosable("step", names)
         chosen = steps[list(names).index(choice(
-            "step", t("forward.step"), list(names), "tok", widget="slider", format_func=names.get))]
+            "step", t("forward.step"), list(names), "tok", widget="slider", format_func=names.get,
+            options_shrink=True))]
         st.markdown(t(f"forward.do_{chosen.name}", n=n, w=width, h=heads, hd=hd, ff=4 * width,
                       v=VOCAB, last=n - 1))
         show_step(chosen, rows, hd, top[0][0])

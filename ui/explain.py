@@ -23,6 +23,11 @@ def _block(lead: str, latex: str) -> str:
     return f"{lead}\n\n$$\n{latex}\n$$"
 
 
+def latex_part(explanation: str) -> str:
+    """The formula of an explanation alone, e.g. for a page's live formula."""
+    return explanation.split("$$")[1].strip()
+
+
 def dot(lead: str, name: str, a: torch.Tensor, b: torch.Tensor, value: float, *,
         lhs: str = "", scale_by: float | None = None, decimals: int = 3,
         per_line: int = 4) -> str:

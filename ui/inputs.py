@@ -118,14 +118,17 @@ def _copy(source: str, target: str) -> None:
 
 def choice(name: str, label: str, options: Sequence[Any], default: Any, *,
            format_func: Callable[[Any], str] = str, widget: str = "radio",
-           help: str | None = None) -> Any:
+           help: str | None = None, options_shrink: bool = False) -> Any:
     """One of `options` (stable values: the URL holds str(value) in every language).
 
     widget: "radio" (horizontal), "segmented", "select" or "slider" (select_slider).
+    options_shrink: the options depend on another setting (steps of fewer blocks), so a
+    chosen value that has just gone falls back to the default without a note (a link
+    naming an impossible value still gets one).
     """
     key = state.qualify(name)
     codec = _choice_codec(options)
-    state.initial(key, default, codec, label)
+    state.initial(key, default, codec, label, quiet_stale=options_shrink)
     options = list(options)
     if widget == "radio":
         value = st.radio(label, options, key=key, format_func=format_func, horizontal=True,

@@ -69,10 +69,12 @@ class Codec:
     valid: Callable[[Any], bool]
 
 
-def initial(key: str, default: Any, codec: Codec, label: str | None) -> Any:
+def initial(key: str, default: Any, codec: Codec, label: str | None, *,
+            quiet_stale: bool = False) -> Any:
     """The value to draw with, before its widget: from the URL on entering the stage,
     else from session state; a value that is not valid falls back to the default
-    (with a note naming `label`, unless label is None)."""
+    (with a note naming `label`, unless label is None; quiet_stale: no note for a
+    session value that another setting has just made impossible)."""
     entered = st.session_state.setdefault(_ENTERED, set())
     fresh = key not in entered or key not in st.session_state
     entered.add(key)
@@ -81,7 +83,7 @@ def initial(key: str, default: Any, codec: Codec, label: str | None) -> Any:
     else:
         value = st.session_state[key]
         if not _ok(codec, value):
-            bad_value_note(label)
+            bad_value_note(None if quiet_stale else label)
             value = default
     st.session_state[key] = value
     return value
