@@ -32,16 +32,17 @@ def use_preset(name: str) -> None:
 
 
 def cos_latex(cos, i: int, j: int, full: bool = True) -> str:
-    """cos(苹果, 梨) = (0·0.1 + 0.9·0.7) / (0.900·0.707) = 0.630 / 0.636 = 0.990, θ = 8.1°;
-    full=False drops the term-by-term step and the angle, to fit beside the formula."""
-    a, b = cos.vectors[i], cos.vectors[j]
-    steps = [rf"\cos(\text{{{WORDS[i]}}}, \text{{{WORDS[j]}}})",
-             rf"\frac{{{num(cos.dots[i, j])}}}{{{num(cos.denominators[i, j])}}}",
-             num(cos.cosine[i, j])]
+    """cos(苹果, 梨) = (0·0.1 + 0.9·0.7) / (0.900·0.707) = 0.630 / 0.636 = 0.990, θ = 8.1°,
+    one step per line so that it fits a half-width column; full=False: one short line."""
+    name = rf"\cos(\text{{{WORDS[i]}}}, \text{{{WORDS[j]}}})"
+    ratio = rf"\frac{{{num(cos.dots[i, j])}}}{{{num(cos.denominators[i, j])}}}"
     if not full:
-        return " = ".join(steps)
-    steps.insert(1, rf"\frac{{{dot_terms(a, b)}}}{{{num(cos.norms[i])} \cdot {num(cos.norms[j])}}}")
-    return " = ".join(steps) + rf",\quad \theta = {num(cos.degrees[i, j], 1)}^\circ"
+        return rf"{name} = {ratio} = {num(cos.cosine[i, j])}"
+    terms = dot_terms(cos.vectors[i], cos.vectors[j])
+    return (rf"\begin{{aligned}}{name} &= \frac{{{terms}}}"
+            rf"{{{num(cos.norms[i])} \cdot {num(cos.norms[j])}}} \\[4pt] "
+            rf"&= {ratio} = {num(cos.cosine[i, j])} \\[4pt] "
+            rf"\theta &= {num(cos.degrees[i, j], 1)}^\circ\end{{aligned}}")
 
 
 def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:

@@ -28,8 +28,8 @@ DEFAULT_COS = {"苹果": ["1.000", "0.990", "0.000"], "梨": ["0.990", "1.000", 
                "动漫": ["0.000", "0.141", "1.000"]}
 DEFAULT_DEG = {"苹果": ["0.0", "8.1", "90.0"], "梨": ["8.1", "0.0", "81.9"],
                "动漫": ["90.0", "81.9", "0.0"]}
-PEAR_ANIME = (r"\cos(\text{梨}, \text{动漫}) = \frac{0.1\cdot0.9 + 0.7\cdot0}{0.707 \cdot 0.900}"
-              r" = \frac{0.090}{0.636} = 0.141,\quad \theta = 81.9^\circ")
+PEAR_ANIME = (r"\cos(\text{梨}, \text{动漫}) &= \frac{0.1\cdot0.9 + 0.7\cdot0}{0.707 \cdot 0.900}"
+              r" \\[4pt] &= \frac{0.090}{0.636} = 0.141 \\[4pt] \theta &= 81.9^\circ")
 
 
 @pytest.fixture(scope="module", params=LANGS)
@@ -154,7 +154,7 @@ def test_clicked_cell_explains_itself() -> None:
     assert_clean(at)
     assert PEAR_ANIME in explanations(at)
     at = open_page(PAGE, params={"embeddings.angle_map": "0,2"})
-    assert r"= \frac{0.000}{0.810} = 0.000,\quad \theta = 90.0^\circ" in explanations(at)
+    assert r"&= \frac{0.000}{0.810} = 0.000 \\[4pt] \theta &= 90.0^\circ" in explanations(at)
 
 
 def test_whitening_follows_points_and_seed() -> None:
