@@ -145,7 +145,10 @@ def vectors(
         notes.append({"x": x, "y": y, "xref": "x", "yref": "y", "showarrow": False,
                       "text": f"{name} ({num(x, decimals)}, {num(y, decimals)})",
                       "font": {"color": colour, "size": 14},
-                      "xanchor": "left" if x >= 0 else "right",
+                      # The label sits on the inner side of the tip, so it is never cut
+                      # off at the edge of a narrow (phone) figure.
+                      "xanchor": ("right" if x > 0.3 * reach else
+                                  "left" if x < -0.3 * reach else "center"),
                       "yanchor": "bottom" if y >= 0 else "top"})
         points["x"].append(x)
         points["y"].append(y)

@@ -152,3 +152,16 @@ def click(*cells: tuple[str, int, int]) -> dict:
 
 def explanations(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
+
+
+def text_above(at, widget_key: str) -> str:
+    """Everything the page shows before the widget with this key (predict first)."""
+    parts = []
+    for node in _walk(at.main):
+        if getattr(node, "key", None) == widget_key:
+            return "\n".join(parts)
+        value = getattr(node, "value", None)
+        if node.type == "plotly_chart":
+            value = json.dumps(json.loads(node.proto.spec)["data"], ensure_ascii=False)
+        parts.append(str(value))
+    raise AssertionError(f"no widget {widget_key}")

@@ -16,9 +16,9 @@ from tests.app.conftest import (
     page_text,
     reveal,
     tables,
+    text_above,
     type_bad,
 )
-from tests.app.test_ngram import text_above
 from tinyformer.embedding import anisotropic_cloud, mean_pairwise_cosine, whiten
 from ui.fmt import num
 

@@ -3,14 +3,12 @@ worked numbers of CURRICULUM.md section 0, live."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 from tests.app.conftest import (
     LANGS,
-    _walk,
     answer,
     assert_clean,
     click,
@@ -19,6 +17,7 @@ from tests.app.conftest import (
     page_text,
     reveal,
     tables,
+    text_above,
 )
 from ui.fmt import num
 
@@ -47,19 +46,6 @@ def orders(at) -> dict[str, list[str]]:
     frame = next(f for f in tables(at) if any("n=3" in str(i) for i in f.index))
     return {str(i).split(" ·")[0]: [str(v) for v in row]
             for i, row in zip(frame.index, frame.values, strict=True)}
-
-
-def text_above(at, widget_key: str) -> str:
-    """Everything the page shows before the widget with this key (predict first)."""
-    parts = []
-    for node in _walk(at.main):
-        if getattr(node, "key", None) == widget_key:
-            return "\n".join(parts)
-        value = getattr(node, "value", None)
-        if node.type == "plotly_chart":
-            value = json.dumps(json.loads(node.proto.spec)["data"], ensure_ascii=False)
-        parts.append(str(value))
-    raise AssertionError(f"no widget {widget_key}")
 
 
 def test_defaults_show_every_worked_number(default_page) -> None:
