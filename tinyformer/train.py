@@ -265,10 +265,11 @@ def train(
 
     ``threads``: CPU threads torch uses meanwhile (torch's setting is process-wide; it is
     restored afterwards; None leaves it alone). One by default: on a shared 2-core
-    machine two threads ran the default training about 5x slower whenever another
-    process was busy (the threads wait for each other), and one thread leaves the other
-    core to the rest of the classroom. The thread count changes the order of float
-    sums, so results are bitwise reproducible for the same ``threads``.
+    machine with other processes busy, two threads took 5 to 25 times longer than one
+    (measured: 520 s against 19 s for the defaults; the threads spin waiting for each
+    other), and one thread leaves the other core to the rest of the classroom. The
+    thread count changes the order of float sums, so results are bitwise reproducible
+    for the same ``threads``.
     """
     check_settings(settings)
     with _torch_threads(threads):
