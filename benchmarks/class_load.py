@@ -598,14 +598,21 @@ def kill_one(server: Server, learners: list[Learner], args: argparse.Namespace,
     phase.killed, phase.killed_at = victim, phase.now()
     print(f"  {phase.killed_at:.1f} s: killed the process at {victim} "
           f"(pid {processes[victim]}, {load[victim]} sessions)", flush=True)
-    until = time.monotonic() + PROBE_FOR
-    while time.monotonic() < until and not phase.stop.is_set():
-        started = time.monotonic()
-        probes.append(probe(server, started - phase.start - phase.killed_at))
-        time.sleep(max(0.0, PROBE_EVERY - (time.monotonic() - started)))
+    arrivals = []
+    for index in range(round(PROBE_FOR / PROBE_EVERY)):
+        if phase.stop.wait(max(0.0, phase.start + phase.killed_at + index * PROBE_EVERY
+                               - time.monotonic())):
+            break
+        arrival = threading.Thread(target=lambda at=index * PROBE_EVERY: probes.append(
+            probe(server, at)), daemon=True)  # each on its own, as browsers arrive
+        arrival.start()
+        arrivals.append(arrival)
+    for arrival in arrivals:
+        arrival.join(OPEN_TIMEOUT)
 
 
 def probe(server: Server, at: float) -> Probe:
+    """A fresh browser `at` seconds after the kill: `/`, its cookie, the overview."""
     started = time.monotonic()
     try:
         with open_tab(server, 30.0, first_visit(server.port)) as (tab, process):
@@ -796,22 +803,25 @@ def report_kill(learners: list[Learner], phase: Phase, probes: list[Probe],
           f"URL state kept {sum(kept)} of the {len(kept)} whose change was in the query "
           f"string; gave up "
           f"{sum(1 for ln in on_victim if ln.problem)}")
+    probes = sorted(probes, key=lambda p: p.at)
     good = [p for p in probes if p.ok]
     print(f"  newcomers (a fresh browser every {PROBE_EVERY:g} s for {PROBE_FOR:g} s): "
-          f"{len(good)} of {len(probes)} got a working page; first at "
-          f"{fmt(good[0].at if good else None)} s after the kill; landed on "
+          f"{len(good)} of {len(probes)} got a working page (the first arrived at "
+          f"{fmt(good[0].at if good else None)} s after the kill; open median "
+          f"{fmt(statistics.median(p.ms for p in good) if good else None)} ms); landed on "
           f"{', '.join(sorted({p.process for p in good})) or '-'}"
           + (f"; failures: {', '.join(f'{p.at:.1f} s {p.what}' for p in probes if not p.ok)}"
              if len(good) < len(probes) else ""))
     failures = nginx_failures(server.run_dir, victim)
-    after_kill = [(wall - kill_wall, kind) for wall, kind in failures
-                  if wall >= math.floor(kill_wall)]
+    # nginx logs whole seconds: compare whole seconds.
+    after_kill = [(int(wall) - int(kill_wall), kind) for wall, kind in failures
+                  if wall >= int(kill_wall)]
     tried = [at for at, kind in after_kill if kind != "marked down"]
     print(f"  nginx's error log: {len(tried)} requests found the killed process gone "
           f"({sum(1 for _, kind in after_kill if kind == 'refused')} refused, the others "
           "dropped kept-alive connections)"
-          + (f", from {min(tried):+.0f} s to {max(tried):+.0f} s after the kill (1 s "
-             "resolution)" if tried else "")
+          + (f", in the second of the kill +{min(tried)} s to +{max(tried)} s"
+             if tried else "")
           + f"; marked down {sum(1 for _, kind in after_kill if kind == 'marked down')} "
           f"times, {nginx.FAIL_TIMEOUT_S} s each, then retried by one request; every such "
           "request went on to another process")

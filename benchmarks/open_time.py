@@ -248,11 +248,13 @@ def first_render(browser, url_name: str, cold: bool, arrive_after: float) -> lis
 def report_start(browser, url_name: str, rounds: int, arrive_after: float) -> None:
     print(f"\nfirst render after a start ({' '.join(RUN_COMMAND[1:])}, page /{url_name}, "
           "browser already running), in seconds:")
+    results: dict[bool, list[list[float]]] = {True: [], False: []}
+    for _ in range(rounds):  # cold and warm in turn: a busy spell hits both
+        for cold in (True, False):
+            results[cold].append(first_render(browser, url_name, cold, arrive_after))
     for cold in (True, False):
-        results = [first_render(browser, url_name, cold, arrive_after)
-                   for _ in range(rounds)]
         label = "cold (--cold) " if cold else "warm (default)"
-        column = [", ".join(f"{r[i]:.1f}" for r in results) for i in range(3)]
+        column = [", ".join(f"{r[i]:.1f}" for r in results[cold]) for i in range(3)]
         print(f"  {label}: opened the moment the port listens: drawn {column[0]} after "
               f"the start, then a second learner's open {column[1]}; a learner arriving "
               f"{arrive_after:g} s after the start: open {column[2]}", flush=True)

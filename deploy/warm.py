@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("numpy", "torch", "pandas", "plotly.graph_objects", "tinyformer")
 START_TIMEOUT_S = 120.0  # the server must answer its health check within this
 RUN_TIMEOUT_S = 120.0  # one page's first run
+LEAVE_S = 1.0  # how long the server may take to notice the warm-up's session has left
+GIVE_WAY_S = 3.0  # with a learner connected, this pause before each page's warm-up run
 LOCALE = "en-US"
 
 
@@ -130,11 +132,31 @@ def run_page(host: str, port: int, page: str, query: str = "",
                        f"{type(error).__name__}: {error}")
 
 
+def learner_connected(wait: float = LEAVE_S) -> bool:
+    """Whether someone else has a session open in this process: Streamlit's runtime
+    still counts a connected session `wait` seconds after the warm-up's own left."""
+    try:
+        from streamlit.runtime import Runtime, RuntimeState
+    except ImportError:
+        return False
+    deadline = time.monotonic() + wait
+    while Runtime.exists() and (
+            Runtime.instance().state == RuntimeState.ONE_OR_MORE_SESSIONS_CONNECTED):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def warm(address: str, port: int, alive: Callable[[], bool] = lambda: True,
          ready_file: Path | None = None, log: Callable[[str], None] | None = None) -> bool:
     """Import, wait for the server, run every page once (and the overview in Chinese
     too: the other language's catalogue), then write `ready_file`. True when the
-    server answered; page failures are logged, not raised."""
+    server answered; page failures are logged, not raised.
+
+    The imports serve everyone; the page runs only warm caches, so once a learner is
+    connected they give way: a pause before each, so that a learner who arrives early
+    competes with at most one short page run."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     started = time.monotonic()
     failed = import_heavy()
@@ -148,12 +170,18 @@ def warm(address: str, port: int, alive: Callable[[], bool] = lambda: True,
     except Exception as error:  # ui mid-edit: the server still serves
         log(f"tinyformer warm-up: no page list ({type(error).__name__}: {error})")
         pages = [("", "")]
-    runs = [run_page(host, port, name, query) for name, query in pages]
+    runs, gave_way = [], 0
+    for name, query in pages:
+        if learner_connected():
+            gave_way += 1
+            time.sleep(GIVE_WAY_S)
+        runs.append(run_page(host, port, name, query))
     broken = [f"/{run.page}?{run.query} ({run.note})" for run in runs if not run.ok]
     if ready_file is not None:
         ready_file.write_text(f"{time.monotonic() - started:.2f}\n")
     log(f"tinyformer warm-up: {time.monotonic() - started:.1f} s (imports {imported:.1f} s, "
         f"{len(runs)} page runs {sum(run.seconds for run in runs):.1f} s)"
+        + (f"; gave way to learners before {gave_way}" if gave_way else "")
         + (f"; could not import {', '.join(failed)}" if failed else "")
         + (f"; pages with problems: {'; '.join(broken)}" if broken else ""))
     return True
