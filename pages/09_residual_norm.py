@@ -1,0 +1,148 @@
+"""Stage 9.1: a residual adds a sub-layer's output to its input; a norm rescales a row."""
+
+import math
+
+import streamlit as st
+import torch
+
+from tinyformer.norm import compare_norms
+from tinyformer.residual import residual_add
+from ui import explain
+from ui.charts import bars
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import matrix_frame
+from ui.fmt import decimals_for, latex_matrix, num, places, term, vec
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, matrix_input, number
+from ui.notes import shown_errors
+from ui.page import stage_page
+from ui.reveal import Stepper
+
+EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
+X_DEFAULT = (1, 3, 0, 4, 2, -1)  # the first d numbers are the default x
+
+
+def vector(name: str, symbol: str, default, sliders: bool = True) -> torch.Tensor:
+    labels = [f"{symbol}[{i + 1}]" for i in range(len(default))]
+    return matrix_input(name, symbol, default, sliders=sliders, slider_labels=labels)
+
+
+def col(values, decimals: int = 3) -> str:
+    return latex_matrix([[float(v)] for v in values], decimals)
+
+
+def side(layer: list, rms: list) -> None:
+    """One step of both norms on one row: LayerNorm left, RMSNorm right. A part is a
+    derivation (lhs, rhs, rhs, ...) written lhs = rhs = rhs down the lines, or a text."""
+    for column, parts in zip(st.columns(2), (layer, rms), strict=True):
+        with column:
+            for part in parts:
+                if isinstance(part, str):
+                    st.markdown(part)
+                    continue
+                lines = r" \\ &= ".join(part[1:])
+                formula(rf"\begin{{aligned}}{part[0]} &= {lines}\end{{aligned}}")
+
+
+def mean_of(values, squared: bool = False) -> str:
+    """\\frac{1 + 3}{2}, or \\frac{1^2 + 3^2}{2}: an average written out."""
+    parts = [f"{term(v)}^2" if squared else term(v) for v in values]
+    return rf"\frac{{{' + '.join(parts)}}}{{{len(parts)}}}"
+
+
+with stage_page("residual"):
+    st.subheader(t("residual.res_title"))
+    left, right = st.columns(2)
+    with left:
+        x_res, fx = vector("x", "x", [2, 1]), vector("fx", "f(x)", [0.1, -0.2])
+    with right, shown_errors():
+        res = residual_add(x_res, fx)
+        formula(r"y = x + f(x)", rf"{col(x_res, places(x_res))} + {col(fx, places(fx))} = "
+                rf"{col(res.output)}")
+        st.markdown(t("residual.res_note", d=x_res.numel()))
+
+    st.subheader(t("residual.norm_title"))
+    st.markdown(t("residual.norm_lead"))
+    left, right = st.columns([3, 2])
+    with left:
+        d = number("d", t("residual.d"), 2, 6, 2, gesture="slider")
+        x = vector(f"x{d}", "x", X_DEFAULT[:d])
+    with right:
+        eps = choice("eps", "ε", EPS_CHOICES, 1e-5, widget="slider",
+                     format_func=lambda e: f"1e{round(math.log10(e))}")
+        gamma = matrix_input(f"g{d}", t("residual.gamma"), [1] * d)
+        beta = matrix_input(f"b{d}", t("residual.beta"), [0] * d)
+
+    shifted = compare_norms(torch.tensor([11.0, 13.0], dtype=torch.float64), eps=eps)
+    base = compare_norms(torch.tensor([1.0, 3.0], dtype=torch.float64), eps=eps)
+    choice_exercise("shift", t("residual.ex_question"),
+                    [t(f"residual.ex_{k}") for k in ("layer", "rms", "both", "neither")],
+                    correct=0, explanation=t("residual.ex_explain", layer=vec(
+                        shifted.layer.output), rms=num(shifted.rms.rms), rms_out=vec(
+                        shifted.rms.output), rms_before=vec(base.rms.output)))
+    with shown_errors():
+        cmp = compare_norms(x, gamma, beta, eps)
+        ln, rn, px, e = cmp.layer, cmp.rms, places(x), f"10^{{{round(math.log10(eps))}}}"
+        rms_steps = (rf"\hat x_1 = \frac{{x_1}}{{\sqrt{{{mean_of(x.tolist(), True)} + {e}}}}}"
+                     rf" = \frac{{{term(x[0])}}}{{{num(rn.rms)}}} = {num(rn.normalized[0])}")
+        number_exercise("rms1", t("residual.ex2_question"), float(rn.normalized[0]),
+                        explain.formula(t("residual.ex2_steps"), rms_steps))
+
+        steps = Stepper("norm", [t(f"residual.step_{k}") for k in
+                                 ("center", "size", "divide", "scale")])
+        side(["**LayerNorm**"], ["**RMSNorm**"])
+        if steps.shows(1):
+            side([(r"\mu", r"\tfrac{1}{d}\textstyle\sum_i x_i", rf"{mean_of(x.tolist())} = "
+                   rf"{num(ln.mean)}"),
+                  (r"x - \mu", rf"{col(x, px)} - {num(ln.mean)}", col(cmp.centered))],
+                 [t("residual.no_center", x=vec(x, px))])
+        if steps.shows(2):
+            side([(r"\sigma^2", r"\tfrac{1}{d}\textstyle\sum_i (x_i - \mu)^2",
+                   rf"{mean_of(cmp.centered.tolist(), True)} = {num(ln.var)}"),
+                  (r"\sigma", r"\sqrt{\sigma^2 + \varepsilon}",
+                   rf"\sqrt{{{num(ln.var)} + {e}}} = {num(ln.std)}")],
+                 [(r"\overline{x^2}", r"\tfrac{1}{d}\textstyle\sum_i x_i^2",
+                   rf"{mean_of(x.tolist(), True)} = {num(cmp.mean_square)}"),
+                  (r"\mathrm{RMS}", r"\sqrt{\overline{x^2} + \varepsilon}",
+                   rf"\sqrt{{{num(cmp.mean_square)} + {e}}} = {num(rn.rms)}")])
+        if steps.shows(3):
+            side([(r"\hat x", r"\frac{x - \mu}{\sigma}",
+                   rf"\frac{{{col(cmp.centered)}}}{{{num(ln.std)}}} = {col(ln.normalized)}")],
+                 [(r"\hat x", r"\frac{x}{\mathrm{RMS}}",
+                   rf"\frac{{{col(x, px)}}}{{{num(rn.rms)}}} = {col(rn.normalized)}")])
+            if d == 2:
+                st.caption(t("residual.two_numbers"))
+        if steps.shows(4):
+            pg, pb = places(gamma), places(beta)
+            side([("y", r"\gamma \odot \hat x + \beta", rf"{col(gamma, pg)} \odot "
+                   rf"{col(ln.normalized)} + {col(beta, pb)}", col(ln.output))],
+                 [("y", r"\gamma \odot \hat x", rf"{col(gamma, pg)} \odot {col(rn.normalized)}",
+                   col(rn.output)), t("residual.no_beta")])
+            series = {"x": x.tolist(), "LayerNorm": ln.output.tolist(),
+                      "RMSNorm": rn.output.tolist()}
+            span = 1.2 * max(abs(v) for values in series.values() for v in values) + 0.2
+            bars([f"x[{i + 1}]" for i in range(d)], series, key="compare", height=300,
+                 y_title=t("residual.value"), y_range=(-span, span))
+
+        st.subheader(t("residual.eps_title"))
+        st.markdown(t("residual.eps_lead"))
+        with st.container(horizontal=True):
+            for name, value in (("try_constant", "2"), ("try_zero", "0")):
+                text = ", ".join([value] * d)
+                st.button(t(f"residual.{name}", x=text), on_click=st.session_state.__setitem__,
+                          args=(f"residual.x{d}", text))
+        rows = [ln.normalized, cmp.layer_no_eps.normalized, rn.normalized,
+                cmp.rms_no_eps.normalized]
+        names = [f"{n} x̂ · {t('residual.' + w)}" for n in ("LayerNorm", "RMSNorm")
+                 for w in ("with_eps", "without_eps")]
+        st.table(matrix_frame(torch.stack(rows), [f"x̂[{i + 1}]" for i in range(d)], names))
+        for name, effect, by in (("layer", cmp.layer_eps_effect, ln.std),
+                                 ("rms", cmp.rms_eps_effect, rn.rms)):
+            if math.isnan(effect):  # 0/0 without epsilon
+                st.warning(t(f"residual.{name}_zero", eps=f"${e}$", by=num(by, decimals_for(by))))
+        if not math.isnan(cmp.layer_eps_effect + cmp.rms_eps_effect):
+            places_ = decimals_for([cmp.layer_eps_effect, cmp.rms_eps_effect])
+            st.info(t("residual.eps_effect", eps=f"${e}$",
+                      layer=num(cmp.layer_eps_effect, places_),
+                      rms=num(cmp.rms_eps_effect, places_)), icon=":material/straighten:")
