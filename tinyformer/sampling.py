@@ -3,12 +3,17 @@
 Order of operations (the usual one in generation libraries): divide by the
 temperature, softmax, keep the top-k, renormalise, keep the top-p nucleus of what
 is left, renormalise. All work on the last dimension, so logits may be [V] or [..., V].
+
+Also here: ``draw_counts`` (many seeded draws at once, with the counts they are
+expected to give and how far they typically stray) and ``long_tail`` (a real
+vocabulary's distribution summarised as a few candidates and everything else).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -17,6 +22,8 @@ from tinyformer.errors import ParameterError
 # Cumulative sums are rounded: a set whose sum equals p up to this much "reaches" p,
 # so p = 0.8 over [0.5, 0.3, 0.2] keeps two tokens, not three.
 TOP_P_TOLERANCE = 1e-6
+MAX_DRAWS = 100_000  # a "draw n times" experiment on a shared server stays small
+MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,10 @@ class SamplingTrace:
     probs_before_filter: torch.Tensor  # [..., V] softmax(scaled_logits); one-hot if T = 0
     kept: torch.Tensor  # [..., V] bool: survived greedy / top-k / top-p
     probs: torch.Tensor  # [..., V] renormalised over the kept tokens
+    # The cut in its two stages (filled by next_token_probs; None when built by hand):
+    kept_top_k: torch.Tensor | None = None  # [..., V] bool: survived greedy / top-k
+    after_top_k: torch.Tensor | None = None  # [..., V] renormalised: what top-p reads
+    kept_mass: torch.Tensor | None = None  # [..., 1] probs_before_filter summed over kept
 
 
 def next_token_probs(
@@ -59,10 +70,12 @@ def next_token_probs(
     if top_k is not None:
         kept = kept & _top_k_mask(probs, top_k)
         probs = _renormalise(before, kept)
+    kept_top_k, after_top_k = kept, probs
     if top_p is not None and top_p < 1:  # p = 1 keeps everything: no filter
         kept = kept & _top_p_mask(probs, top_p)
         probs = _renormalise(before, kept)
-    return SamplingTrace(scaled, before, kept, probs)
+    mass = before.masked_fill(~kept, 0.0).sum(dim=-1, keepdim=True)
+    return SamplingTrace(scaled, before, kept, probs, kept_top_k, after_top_k, mass)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
@@ -77,6 +90,84 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
             shape=list(probs.shape),
         )
     return int(torch.multinomial(probs, 1, generator=generator).item())
+
+
+class Draws(NamedTuple):
+    """n seeded draws from one distribution, and what they are expected to give."""
+
+    draws: torch.Tensor  # [n] long: the drawn ids, in order
+    counts: torch.Tensor  # [V] long: how often each id was drawn
+    expected: torch.Tensor  # [V] n * p: the average count over many repeats
+    spread: torch.Tensor  # [V] sqrt(n p (1 - p)): how far a count typically strays
+
+
+def draw_counts(probs: torch.Tensor, n: int, seed: int) -> Draws:
+    """Draw n ids from probs [V] (with replacement) with a generator seeded by seed.
+
+    One call to torch.multinomial(probs, n, replacement=True) on a fresh
+    torch.Generator().manual_seed(seed): the same seed gives the same draws. Each count
+    is binomial(n, p), so it has mean n p and standard deviation sqrt(n p (1 - p)).
+    Raises probs_not_1d, probs_invalid (negative, not finite, or all zero),
+    draws_invalid (n outside 1..MAX_DRAWS) or seed_invalid (outside 0..MAX_SEED).
+    """
+    if probs.dim() != 1:
+        raise ParameterError(
+            "probs_not_1d",
+            f"draw_counts needs one distribution [V], got shape {list(probs.shape)}",
+            shape=list(probs.shape),
+        )
+    if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()) or probs.sum() <= 0:
+        raise ParameterError("probs_invalid", "probabilities must be finite, >= 0, not all 0")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DRAWS:
+        raise ParameterError(
+            "draws_invalid", f"draw between 1 and {MAX_DRAWS} times, got {n}",
+            n=n, limit=MAX_DRAWS,
+        )
+    generator = seeded_generator(seed, probs.device)
+    draws = torch.multinomial(probs, n, replacement=True, generator=generator)  # [n]
+    counts = torch.bincount(draws, minlength=probs.shape[0])  # [V]
+    p = (probs / probs.sum()).to(torch.float64)  # as multinomial reads it: normalised
+    return Draws(draws, counts, n * p, torch.sqrt(n * p * (1 - p)))
+
+
+def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A fresh generator on device, seeded: the same seed repeats the same draws."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ParameterError(
+            "seed_invalid", f"a seed is a whole number from 0 to {MAX_SEED}, got {seed}",
+            seed=seed, limit=MAX_SEED,
+        )
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+class LongTail(NamedTuple):
+    """A large vocabulary's next-token distribution: a few named candidates and the rest."""
+
+    vocab: int  # V: one logit (and one probability) per entry
+    top: tuple[float, ...]  # the candidates' probabilities, largest first
+    top_mass: float  # sum(top)
+    rest_mass: float  # 1 - sum(top): shared by every other entry
+    rest_count: int  # V - len(top): how many entries share it
+
+
+def long_tail(top: tuple[float, ...], vocab: int) -> LongTail:
+    """Summarise a distribution over vocab entries by its top candidates and the rest.
+
+    Raises long_tail_invalid unless 0 < len(top) < vocab, every p >= 0 and sum(top) <= 1.
+    """
+    total = math.fsum(top)
+    if not 0 < len(top) < vocab or any(not 0 <= p <= 1 for p in top) or total > 1 + 1e-9:
+        raise ParameterError(
+            "long_tail_invalid",
+            "need 1 to vocab - 1 candidates with probabilities that add up to at most 1",
+            vocab=vocab,
+        )
+    return LongTail(vocab, tuple(top), total, max(0.0, 1.0 - total), vocab - len(top))
+
+
+# The source article's example: a vocabulary of 100,000 entries, three candidates at
+# 35 %, 20 % and 8 %, and 37 % spread over everything else.
+ARTICLE_TAIL = long_tail((0.35, 0.20, 0.08), 100_000)
 
 
 def _check_settings(

@@ -11,7 +11,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tinyformer.errors import ParameterError
-from tinyformer.sampling import next_token_probs, sample
+from tinyformer.sampling import (
+    ARTICLE_TAIL,
+    MAX_DRAWS,
+    draw_counts,
+    long_tail,
+    next_token_probs,
+    sample,
+)
 
 PROPERTY = settings(max_examples=50, deadline=None)
 
@@ -159,3 +166,156 @@ def test_top_p_keeps_the_smallest_sufficient_set(logits: list[float], p: float) 
         assert before[kept].min() >= before[~kept].max()
     torch.testing.assert_close(trace.probs.sum(), torch.tensor(1.0, dtype=torch.float64))
     assert (trace.probs[~kept] == 0).all()
+
+
+# --- CURRICULUM section 10: the worked numbers on the teaching logits [2, 1, 0] ---------
+PAYER_LOGITS = torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64)  # 商家, 买家, 未知
+
+
+def _reference(logits: torch.Tensor, temperature: float = 1.0, keep: list[int] | None = None):
+    """Temperature, then keep the listed ids, then renormalise: with PyTorch's softmax."""
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if keep is None:
+        return probs
+    mask = torch.zeros_like(probs, dtype=torch.bool)
+    mask[keep] = True
+    return torch.softmax(logits.masked_fill(~mask, -math.inf) / temperature, dim=-1)
+
+
+@pytest.mark.parametrize(
+    ("settings", "worked", "keep"),
+    [
+        ({}, [0.665, 0.245, 0.090], None),
+        ({"temperature": 0.5}, [0.867, 0.117, 0.016], None),
+        ({"temperature": 2.0}, [0.506, 0.307, 0.186], None),
+        ({"top_k": 2}, [0.731, 0.269, 0.0], [0, 1]),
+        ({"top_p": 0.8}, [0.731, 0.269, 0.0], [0, 1]),
+        ({"top_p": 0.6}, [1.0, 0.0, 0.0], [0]),
+    ],
+)
+def test_worked_numbers_of_section_10(settings: dict, worked: list[float], keep) -> None:
+    trace = next_token_probs(PAYER_LOGITS, **settings)
+    reference = _reference(PAYER_LOGITS, settings.get("temperature", 1.0), keep)
+    torch.testing.assert_close(trace.probs, reference)
+    assert [round(p, 3) for p in trace.probs.tolist()] == worked
+    kept = [True] * 3 if keep is None else [i in keep for i in range(3)]
+    assert trace.kept.tolist() == kept
+
+
+def test_temperature_zero_on_the_teaching_logits_is_greedy() -> None:
+    trace = next_token_probs(PAYER_LOGITS, temperature=0)
+    assert trace.probs.tolist() == [1.0, 0.0, 0.0]
+    assert not torch.isnan(trace.scaled_logits).any()  # nothing divided by zero
+
+
+def test_top_p_counts_on_what_top_k_left() -> None:
+    # top-k = 2 leaves [0.731, 0.269]; 0.731 alone reaches 0.6, so top-p keeps one
+    trace = next_token_probs(PAYER_LOGITS, top_k=2, top_p=0.6)
+    assert trace.kept_top_k.tolist() == [True, True, False]
+    torch.testing.assert_close(trace.after_top_k, _reference(PAYER_LOGITS, keep=[0, 1]))
+    assert trace.kept.tolist() == [True, False, False]
+    # what was kept before renormalising: p(商家) after temperature
+    torch.testing.assert_close(trace.kept_mass, torch.softmax(PAYER_LOGITS, -1)[:1])
+
+
+def test_the_cut_stages_without_a_filter() -> None:
+    trace = next_token_probs(PAYER_LOGITS)
+    assert trace.kept_top_k.all()
+    torch.testing.assert_close(trace.after_top_k, trace.probs_before_filter)
+    torch.testing.assert_close(trace.kept_mass, torch.ones(1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(("k", "kept"), [(1, [True, False, False]), (2, [True, True, False])])
+def test_equal_probabilities_go_to_the_lower_id(k: int, kept: list[bool]) -> None:
+    logits = torch.tensor([1.0, 1.0, 1.0])
+    assert next_token_probs(logits, top_k=k).kept.tolist() == kept
+    assert next_token_probs(logits, temperature=0).kept.tolist() == [True, False, False]
+    assert next_token_probs(logits, top_p=0.3).kept.tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize("k", [3, 4, 100])
+def test_top_k_at_or_past_the_vocabulary_keeps_all_three(k: int) -> None:
+    trace = next_token_probs(PAYER_LOGITS, top_k=k)
+    assert trace.kept.all()
+    torch.testing.assert_close(trace.probs, torch.softmax(PAYER_LOGITS, -1))
+
+
+def test_a_huge_temperature_is_the_uniform_limit() -> None:
+    trace = next_token_probs(PAYER_LOGITS, temperature=1e300)
+    torch.testing.assert_close(trace.probs, torch.full((3,), 1 / 3, dtype=torch.float64))
+
+
+# --- draw_counts: many seeded draws -----------------------------------------------------
+@pytest.mark.parametrize(("n", "seed"), [(100, 0), (1000, 7), (1, 123)])
+def test_draw_counts_are_torch_multinomial_with_a_seeded_generator(n: int, seed: int) -> None:
+    probs = torch.softmax(PAYER_LOGITS, -1)
+    draws = draw_counts(probs, n, seed)
+    reference = torch.multinomial(probs, n, replacement=True,
+                                  generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(draws.draws, reference)
+    assert torch.equal(draws.counts, torch.bincount(reference, minlength=3))
+    assert int(draws.counts.sum()) == n
+    torch.testing.assert_close(draws.expected, n * probs)
+    torch.testing.assert_close(draws.spread, torch.sqrt(n * probs * (1 - probs)))
+
+
+def test_draw_counts_expected_for_the_worked_example() -> None:
+    draws = draw_counts(torch.softmax(PAYER_LOGITS, -1), 100, 0)
+    assert [round(e, 1) for e in draws.expected.tolist()] == [66.5, 24.5, 9.0]
+    again = draw_counts(torch.softmax(PAYER_LOGITS, -1), 100, 0)
+    assert torch.equal(draws.draws, again.draws)  # same seed, same draws
+    other = draw_counts(torch.softmax(PAYER_LOGITS, -1), 100, 1)
+    assert not torch.equal(draws.draws, other.draws)
+
+
+def test_draw_counts_never_draws_a_cut_token() -> None:
+    probs = next_token_probs(PAYER_LOGITS, top_k=2).probs
+    assert draw_counts(probs, 1000, 3).counts[2] == 0
+
+
+def test_counts_stay_within_a_few_spreads_of_the_expected_ones() -> None:
+    # binomial counts: over many seeds, the mean count is n p within sampling error
+    probs = torch.softmax(PAYER_LOGITS, -1)
+    counts = torch.stack([draw_counts(probs, 100, s).counts for s in range(200)]).double()
+    spread = draw_counts(probs, 100, 0).spread
+    torch.testing.assert_close(counts.mean(0), 100 * probs, atol=float(4 * spread.max() / 200**0.5),
+                               rtol=0)
+    torch.testing.assert_close(counts.std(0), spread, atol=0, rtol=0.2)
+
+
+@pytest.mark.parametrize(
+    ("probs", "n", "seed", "key"),
+    [
+        (torch.ones(2, 3) / 3, 10, 0, "probs_not_1d"),
+        (torch.tensor([0.5, -0.1, 0.6]), 10, 0, "probs_invalid"),
+        (torch.tensor([0.5, math.nan, 0.5]), 10, 0, "probs_invalid"),
+        (torch.zeros(3), 10, 0, "probs_invalid"),
+        (torch.ones(3) / 3, 0, 0, "draws_invalid"),
+        (torch.ones(3) / 3, MAX_DRAWS + 1, 0, "draws_invalid"),
+        (torch.ones(3) / 3, 2.5, 0, "draws_invalid"),
+        (torch.ones(3) / 3, 10, -1, "seed_invalid"),
+        (torch.ones(3) / 3, 10, 2**40, "seed_invalid"),
+        (torch.ones(3) / 3, 10, 1.5, "seed_invalid"),
+    ],
+)
+def test_bad_draw_settings_are_rejected(probs, n, seed, key: str) -> None:
+    with pytest.raises(ParameterError) as err:
+        draw_counts(probs, n, seed)
+    assert err.value.key == key
+
+
+# --- a real vocabulary's long tail ------------------------------------------------------
+def test_the_articles_long_tail() -> None:
+    tail = ARTICLE_TAIL
+    assert tail.vocab == 100_000 and tail.rest_count == 99_997
+    assert tail.top == (0.35, 0.20, 0.08)
+    assert round(tail.top_mass, 2) == 0.63 and round(tail.rest_mass, 2) == 0.37
+    assert math.isclose(tail.top_mass + tail.rest_mass, 1.0)
+
+
+@pytest.mark.parametrize(("top", "vocab"), [((), 10), ((0.5, 0.6), 10), ((0.5,), 1),
+                                            ((-0.1,), 10)])
+def test_a_bad_long_tail_is_rejected(top, vocab) -> None:
+    with pytest.raises(ParameterError) as err:
+        long_tail(top, vocab)
+    assert err.value.key == "long_tail_invalid"

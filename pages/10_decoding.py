@@ -1,0 +1,133 @@
+"""Stage 10.2: drawing the next token with a seed, and the loop that appends it and runs the
+model again."""
+
+import streamlit as st
+
+from tinyformer.decoding import generate, shared_start
+from tinyformer.forward_pass import ARTICLE_IDS, parse_ids
+from tinyformer.model import TinyDecoder
+from tinyformer.sampling import draw_counts, next_token_probs
+from ui import state
+from ui.charts import bars
+from ui.example import PAYERS, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.fmt import num, short
+from ui.i18n import t
+from ui.inputs import matrix_input, number, text
+from ui.notes import random_weights_note, shown_errors
+from ui.page import section, stage_link, stage_page
+from ui.reveal import ALL, Stepper
+
+MODEL_SEED, VOCAB, MAX_LEN = 7, 50, 16  # TinyDecoder with the article's settings
+MAX_STEPS, MAX_DRAWS, SHOWN_DRAWS, FORKS = 8, 1000, 20, 3
+
+
+@st.cache_resource(max_entries=64)  # shared by every session: a run is a pure function
+def runs(prompt: tuple[int, ...], steps: int, temp: float, seed: int) -> tuple:
+    model = TinyDecoder.seeded(MODEL_SEED)
+    greedy = generate(model, prompt, steps)
+    sampled = generate(model, prompt, steps, temperature=temp, seed=seed)
+    forks = [generate(model, (*prompt, greedy.new[0]), steps - 1, temperature=temp,
+                      seed=seed + 1 + i) for i in range(FORKS)] if steps > 1 else []
+    return greedy, sampled, forks
+
+
+def ids(values) -> str:
+    return " ".join(map(str, values))
+
+
+def run_lines(run, shown: int) -> None:
+    """One line per step: what the model read, its top candidates, what was appended."""
+    for k, step in enumerate(run.steps[:shown], start=1):
+        top = ", ".join(f"{i} ({num(p)})" for i, p in step.top)
+        appended = step.context[len(run.prompt):]  # chosen by the earlier steps
+        chosen = f"**{ids(appended)}**" if appended else ""
+        st.markdown(t("decoding.step_line", k=k, prompt=ids(run.prompt), chosen=chosen,
+                      top=top, id=step.chosen, p=num(step.probs[step.chosen])))
+    st.markdown(t("decoding.sequence", prompt=ids(run.prompt), new=ids(run.new[:shown])))
+
+
+def keep_step_in_range(total: int) -> None:  # KIT: a Stepper whose number of steps shrinks
+    key = f"{state.current_stage()}.loop.step"
+    if isinstance(st.session_state.get(key), int) and st.session_state[key] > total:
+        st.session_state[key] = total
+
+
+with stage_page("decoding"):
+    gloss(PAYERS)
+    section(t("decoding.draw_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        z = matrix_input("z", t("decoding.logits"), [2, 1, 0], sliders=True,
+                         slider_labels=list(PAYERS))
+        temp = number("T", t("decoding.temperature"), 0.0, 5.0, 1.0, step=0.05, gesture="both")
+        seed_col, n_col = st.columns(2)
+        with seed_col:
+            seed = number("seed", t("decoding.seed"), 0, 9999, 0)
+        with n_col:
+            n = number("n", t("decoding.draws"), 1, MAX_DRAWS, 100,
+                       help=t("decoding.draws_help", limit=MAX_DRAWS))
+    with shown_errors():
+        probs = next_token_probs(z, temp).probs
+        draws = draw_counts(probs, n, seed)
+        with right:
+            number_exercise("expect", t("decoding.ex2_question", n=n, p=num(probs[0])),
+                            float(draws.expected[0]),
+                            t("decoding.ex2_steps", n=n, p=num(probs[0], 4),
+                              e=num(draws.expected[0], 2)), tolerance=0.5, decimals=1)
+            bars(PAYERS, {t("decoding.counts", n=n): draws.counts.tolist(),
+                          t("decoding.expected"): draws.expected.tolist()}, key="draws",
+                 decimals=1, height=280, y_title=t("decoding.how_often"))
+        st.markdown("\n".join(t("decoding.count_line", w=w, p=num(probs[j]),
+                                e=num(draws.expected[j], 1), s=num(draws.spread[j], 1),
+                                c=int(draws.counts[j])) for j, w in enumerate(PAYERS)))
+        first = " ".join(PAYERS[i] for i in draws.draws[:SHOWN_DRAWS].tolist())
+        st.caption(t("decoding.first_draws", k=min(SHOWN_DRAWS, n), seed=seed, draws=first))
+        st.info(t("decoding.noise"), icon=":material/casino:")
+
+    section(t("decoding.loop_title"))
+    choice_exercise("reads", t("decoding.ex_question"),
+                    [t("decoding.ex_prompt"), t("decoding.ex_all"), t("decoding.ex_last")],
+                    correct=1, explanation=t("decoding.ex_explain"))
+    st.markdown(t("decoding.loop_lead"))
+    random_weights_note()
+    cols = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+    with cols[0]:
+        prompt_text = text("prompt", t("decoding.prompt"), ", ".join(map(str, ARTICLE_IDS)),
+                           100, help=t("decoding.prompt_help", v=VOCAB - 1, n=MAX_LEN))
+    with cols[1]:
+        steps = number("steps", t("decoding.steps"), 1, MAX_STEPS, 5,
+                       help=t("decoding.steps_help", n=MAX_LEN))
+    with cols[2]:
+        loop_t = number("loop_T", t("decoding.temperature"), 0.0, 5.0, 1.0, step=0.05)
+    with cols[3]:
+        loop_seed = number("loop_seed", t("decoding.seed"), 0, 9999, 0)
+    prompt = list(ARTICLE_IDS)
+    with shown_errors():
+        prompt = parse_ids(prompt_text, VOCAB, MAX_LEN)
+    with shown_errors():
+        greedy, sampled, forks = runs(tuple(prompt), steps, loop_t, loop_seed)
+        keep_step_in_range(steps)
+        stepper = Stepper("loop", [t("decoding.step_label", k=k + 1) for k in range(steps)])
+        shown = steps if stepper.current == ALL else stepper.current
+        names = (t("decoding.greedy"), t("decoding.sampled", T=short(loop_t), seed=loop_seed))
+        for col, name, run in zip(st.columns(2), names, (greedy, sampled), strict=True):
+            with col:
+                st.markdown(f"**{name}**")
+                run_lines(run, shown)
+        same = shared_start(greedy.new, sampled.new)
+        st.markdown(t("decoding.agree_none" if same == 0 else "decoding.agree_all"
+                      if same == steps else "decoding.agree_some", k=same, n=steps))
+        if tuple(prompt) == ARTICLE_IDS:
+            st.caption(t("decoding.same_as_forward"))
+            stage_link("forward")
+
+        st.subheader(t("decoding.fork_title"))
+        if not forks:
+            st.info(t("decoding.fork_needs_two"))
+        else:
+            st.markdown(t("decoding.fork_lead", first=greedy.new[0], T=short(loop_t)))
+            st.markdown("\n".join(t("decoding.fork_line", seed=loop_seed + 1 + i,
+                                    prompt=ids(prompt), first=greedy.new[0], rest=ids(f.new))
+                                  for i, f in enumerate(forks)))
+            st.info(t("decoding.not_fixed"), icon=":material/alt_route:")
