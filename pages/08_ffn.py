@@ -1,0 +1,144 @@
+"""Stage 8.1: the feed-forward network widens each position, bends it with an activation
+and narrows it back; every position alone, with the same weights."""
+
+from functools import partial
+
+import streamlit as st
+
+from tinyformer import ffn
+from ui import explain
+from ui.charts import lines
+from ui.example import TAIL4, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import diverging, heatmap, matrix_frame
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num, places, term, vec
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, matrix_input
+from ui.notes import shown_errors
+from ui.page import section, stage_page
+from ui.reveal import Stepper
+
+ACTS = {"relu": r"\mathrm{ReLU}", "gelu": r"\mathrm{GELU}", "silu": r"\mathrm{SiLU}"}
+NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}
+
+
+def weights(name: str, sub: str, default: list, rows: int) -> object:
+    """A weight matrix with one named slider per entry: W₁[1,2] is row 1, column 2."""
+    cols = len(default[0])
+    labels = [f"W{sub}[{r + 1},{c + 1}]" for r in range(rows) for c in range(cols)]
+    return matrix_input(name, f"W{sub} [{rows} × {cols}]", default, rows=rows, sliders=True,
+                        slider_labels=labels)
+
+
+# KIT: a formula for a narrow column: symbolic = numbers, each further step on its own line
+# (formula(symbolic, live) puts the live numbers in 3/5 of the column and they get cut).
+def stacked(symbolic: str, *steps: str) -> None:
+    formula(rf"\begin{{aligned}}{symbolic} &= " + r" \\ &= ".join(steps) + r"\end{aligned}")
+
+
+def given(v) -> str:
+    """An input as typed: [1, -1] rather than [1.000, -1.000]."""
+    return (latex_vec if v.ndim == 1 else latex_matrix)(v.tolist(), places(v))
+
+
+def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
+    """a_{i,j} = ReLU(x_i · column j of W₁ + b₁[j]) with the numbers written out."""
+    pre, a = run.together.hidden_pre[i, j], run.together.hidden[i, j]
+    inner = rf"{dot_terms(X[i].tolist(), w1[:, j].tolist())} + {term(b1[j])}"
+    return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j + 1, act=NAMES[act]),
+                           rf"{explain.cell_name('a', i, j)} = {ACTS[act]}({inner}) = "
+                           rf"{ACTS[act]}({num(pre)}) = {num(a)}")
+
+
+def out_cell(run, w2, b2, i: int, c: int) -> str:
+    """y_{i,c} = a_i · column c of W₂ + b₂[c]."""
+    a, y = run.together.hidden[i].tolist(), run.together.output[i, c]
+    return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c + 1),
+                           rf"{explain.cell_name('y', i, c)} = "
+                           rf"{dot_terms(a, w2[:, c].tolist())} + {term(b2[c])} = {num(y)}")
+
+
+with stage_page("ffn"):
+    section(t("ffn.hand_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+        w1 = weights("W1", "₁", [[1, 0, 1], [0, 1, -1]], 2)
+        w2 = weights("W2", "₂", [[1, 0], [0, 1], [0, 1]], 3)
+        with st.expander(t("ffn.biases")):
+            b1 = matrix_input("b1", "b₁", [0, 0, 0])
+            b2 = matrix_input("b2", "b₂", [0, 0])
+    with right, shown_errors():
+        act = choice("act", t("ffn.activation"), list(ACTS), "relu", format_func=NAMES.get,
+                     widget="segmented")
+        ff, f = ffn.feed_forward(x, w1, b1, w2, b2, act), ACTS[act]
+        steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
+        if steps.shows(1):
+            st.markdown(f"**1 · {t('ffn.step_widen')}** — `{vec(ff.hidden_pre)}`")
+            stacked(r"h = xW_1 + b_1", rf"{given(x)}{given(w1)} + {given(b1)}",
+                    latex_vec(ff.hidden_pre))
+        if steps.shows(2):
+            st.markdown(f"**2 · {t('ffn.step_act')}** — `{vec(ff.hidden)}`")
+            stacked(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
+                    latex_vec(ff.hidden))
+        if steps.shows(3):
+            st.markdown(f"**3 · {t('ffn.step_narrow')}** — `{vec(ff.output)}`")
+            stacked(r"y = aW_2 + b_2", rf"{latex_vec(ff.hidden)}{given(w2)} + {given(b2)}",
+                    latex_vec(ff.output))
+            st.caption(t("ffn.shape_note", d=x.numel(), h=w1.shape[1]))
+
+    section(t("ffn.act_title"))
+    choice_exercise("neg", t("ffn.ex_question"),
+                    [t("ffn.ex_zero"), t("ffn.ex_small"), t("ffn.ex_flip")], correct=1,
+                    explanation=t("ffn.ex_explain"))
+    with shown_errors():
+        h = ff.hidden_pre
+        curves = ffn.activation_curves(min(-4.0, float(h.min()) - 1), max(4.0, float(h.max()) + 1))
+        marks = {f"h{i + 1} = {num(v, places(h))}": float(v) for i, v in enumerate(h)}
+        lines(curves.x.tolist(), {NAMES[n]: v.tolist() for n, v in curves.values.items()},
+              key="curves", x_title="h", y_title=t("ffn.act_y"), marks=marks, table=False)
+        at_h = ffn.compare_activations(h)
+        st.table(matrix_frame([v.tolist() for v in at_h.values()],
+                              [f"h{i + 1} = {num(v, places(h))}" for i, v in enumerate(h)],
+                              [NAMES[n] for n in at_h]))
+        st.markdown(t("ffn.act_note"))
+
+    section(t("ffn.collapse_title"))
+    with shown_errors():
+        flat = ffn.without_activation(x, w1, b1, w2, b2)
+        number_exercise("y2", t("ffn.ex2_question", x=vec(x, places(x))),
+                        float(flat.two_step[1]),
+                        t("ffn.ex2_steps", h=vec(flat.hidden), y=vec(flat.two_step)),
+                        tolerance=0.005)
+        st.markdown(t("ffn.collapse_lead"))
+        formula(r"(xW_1 + b_1)W_2 + b_2", rf"{latex_vec(flat.hidden)}{given(w2)} + {given(b2)}"
+                rf" = {latex_vec(flat.two_step)}")
+        formula(r"W_1W_2,\quad b_1W_2 + b_2",
+                rf"{given(w1)}{given(w2)} = {latex_matrix(flat.merged_w.tolist())},\quad "
+                rf"{latex_vec(flat.merged_b)}")
+        formula(r"x(W_1W_2) + (b_1W_2 + b_2)", rf"{given(x)}{latex_matrix(flat.merged_w.tolist())}"
+                rf" + {latex_vec(flat.merged_b)} = {latex_vec(flat.one_step)}")
+        st.success(t("ffn.collapse_same", a=vec(flat.two_step, 6), b=vec(flat.one_step, 6),
+                     gap=f"{flat.gap:.1g}"), icon=":material/equal:")
+        st.markdown(t("ffn.collapse_why", with_act=vec(ff.output), act=NAMES[act]))
+
+    section(t("ffn.rows_title"))
+    st.markdown(t("ffn.rows_lead"))
+    gloss(TAIL4)
+    X = matrix_input("X", "X [4 × 2]", [[1, -1], [0, 1], [2, 1], [-1, 0.5]], rows=4)
+    with shown_errors():
+        run = ffn.position_wise(X, w1, b1, w2, b2, act)
+        units = [f"h{j + 1}" for j in range(w1.shape[1])]
+
+        cols = st.columns(2)
+        with cols[0]:
+            heatmap(run.together.hidden, units, TAIL4, key="hidden_map",
+                    explain=partial(hidden_cell, run, X, w1, b1, act),
+                    title=t("ffn.hidden_table", act=NAMES[act]), **diverging(run.together.hidden))
+        with cols[1]:
+            heatmap(run.together.output, ["y1", "y2"], TAIL4, key="out_map",
+                    explain=partial(out_cell, run, w2, b2), title=t("ffn.out_table"),
+                    **diverging(run.together.output))
+        st.success(t("ffn.rows_same", gap=f"{run.gap:.1g}"), icon=":material/equal:")
+    st.caption(t("ffn.context_note"))

@@ -1,0 +1,159 @@
+"""Stage 8.1 in AppTest: the FFN hand example of CURRICULUM.md section 8, live; the
+activation switch; the collapse without an activation; every position through the same
+weights. Expected numbers come from PyTorch's own functions, not from tinyformer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.app.conftest import (
+    BAD_CELLS,
+    answer,
+    assert_clean,
+    click,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+)
+from ui.fmt import vec
+
+PAGE = "pages/08_ffn.py"
+W1 = [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]]
+W2 = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+X_ROWS = [[1.0, -1.0], [0.0, 1.0], [2.0, 1.0], [-1.0, 0.5]]
+ACT = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+MERGED = r"\begin{bmatrix}1.000 & 1.000 \\ 0.000 & 0.000\end{bmatrix}"
+
+
+def expected(x, act="relu", w1=W1, w2=W2, b1=(0, 0, 0), b2=(0, 0)) -> dict[str, str]:
+    """The steps as the page writes them, from F.linear and PyTorch's activations."""
+    x, w1, w2 = (torch.tensor(v, dtype=torch.float64) for v in (x, w1, w2))
+    b1, b2 = (torch.tensor(v, dtype=torch.float64) for v in (b1, b2))
+    h = F.linear(x, w1.T, b1)
+    a = ACT[act](h)
+    return {"h": vec(h), "a": vec(a), "y": vec(F.linear(a, w2.T, b2)),
+            "flat": vec(F.linear(h, w2.T, b2), 6)}
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    return {lang: open_page(PAGE, lang) for lang in ("zh", "en")}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_defaults_show_the_worked_numbers(default_page, lang):
+    at = default_page[lang]
+    assert_clean(at)
+    text = page_text(at)
+    for number in ("[1.000, -1.000, 2.000]", "[1.000, 0.000, 2.000]", "[1.000, 2.000]",
+                   MERGED, "[1.000000, 1.000000]", "-0.159", "-0.269"):
+        assert number in text, number
+    assert expected([1, -1]) == {"h": "[1.000, -1.000, 2.000]", "a": "[1.000, 0.000, 2.000]",
+                                 "y": "[1.000, 2.000]", "flat": "[1.000000, 1.000000]"}
+    # Without the activation: x (W1 W2) = [1, 1], the two-step result, both written out.
+    assert text.count("[1.000000, 1.000000]") == 2
+
+
+def test_every_position_goes_through_the_same_weights(default_page):
+    out = tables(default_page["en"])[-1]  # the output table, one row per position
+    y = F.relu(torch.tensor(X_ROWS) @ torch.tensor(W1)) @ torch.tensor(W2)
+    assert [list(map(float, row)) for row in out.values] == y.tolist()
+    at = open_page(PAGE)
+    at.text_input("ffn.X").input("1, -1; 0, 1; 5, -2; -1, 0.5").run()  # row 承担 edited
+    edited = tables(at)[-1]
+    assert edited.iloc[[0, 1, 3]].equals(out.iloc[[0, 1, 3]])  # the other rows stay
+    assert not edited.iloc[2].equals(out.iloc[2])
+    assert "largest difference 0" in page_text(at)
+
+
+def test_sliders_and_the_activation_switch_update_every_step():
+    at = open_page(PAGE)
+    at.slider("_ffn.x~1").set_value(1.0).run()  # x = [1, 1]
+    want = expected([1, 1])
+    text = page_text(at)
+    assert all(want[k] in text for k in ("h", "a", "y"))
+    assert at.query_params["ffn.x"] == "1, 1"
+    at.button_group("ffn.act").set_value("gelu").run()
+    want = expected([1, 1], "gelu")
+    text = page_text(at)
+    assert_clean(at)
+    assert want["a"] in text and want["y"] in text
+    assert at.query_params["ffn.act"] == "gelu"
+
+
+def test_a_shared_link_reproduces_the_page():
+    params = {"ffn.x": "2, 0.5", "ffn.act": "silu", "ffn.W2": "1, 0; 0, 2; -1, 1",
+              "ffn.b1": "0.5, 0, -1", "ffn.b2": "1, 0"}
+    at = open_page(PAGE, params=params)
+    assert_clean(at)
+    want = expected([2, 0.5], "silu", w2=[[1, 0], [0, 2], [-1, 1]], b1=[0.5, 0, -1], b2=[1, 0])
+    text = page_text(at)
+    for key in ("h", "a", "y", "flat"):
+        assert want[key] in text
+    assert text.count(want["flat"]) == 2  # with biases, one merged map still agrees
+
+
+def test_bad_link_values_fall_back_with_a_note():
+    at = open_page(PAGE, params={"ffn.act": "tanh", "ffn.x": "abc", "ffn.hand.step": "9"})
+    assert_clean(at)
+    assert len(at.error) == 3
+    assert "[1.000, 2.000]" in page_text(at)
+
+
+@pytest.mark.parametrize(("key", "wrong_shape"), [
+    ("ffn.x", "1, 2, 3"), ("ffn.W1", "1, 0; 0, 1"), ("ffn.W2", "1, 0; 0, 1"),
+    ("ffn.b1", "0, 0"), ("ffn.b2", "0, 0, 0"), ("ffn.X", "1, 2; 3, 4"),
+])
+def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
+    at = open_page(PAGE)
+    for bad in (*BAD_CELLS, wrong_shape):
+        at.text_input(key).input(bad).run()
+        assert not at.exception
+        assert len(at.error) == 1, (key, bad)
+        text = page_text(at)
+        assert "[1.000, 2.000]" in text and MERGED in text  # the last valid values
+
+
+def test_bad_input_message_is_translated():
+    at = open_page(PAGE, "zh")
+    at.text_input("ffn.W1").input("1, x, 1; 0, 1, -1").run()
+    assert "不是数字" in at.error[0].value
+
+
+def test_choice_exercise(lang):
+    at = open_page(PAGE, lang)
+    before = len(at.success)  # the page's own "both agree" notes
+    assert "−0.159" not in page_text(at)  # the explanation's numbers, unicode minus
+    reveal(at, "ffn.neg", 1)
+    assert len(at.success) == before + 1 and "−0.159" in at.success[0].value
+
+
+@pytest.mark.parametrize(("typed", "right"), [(1.0, True), (2.0, False)])
+def test_number_exercise_without_the_activation(typed, right):
+    at = open_page(PAGE)
+    assert "y = h W₂ + b₂" not in page_text(at)
+    answer(at, "ffn.y2", typed)
+    verdicts = [s for s in at.success if s.value.startswith("Right")] if right else at.warning
+    assert len(verdicts) == 1
+    assert "y = h W₂ + b₂ = [1.000, 1.000]" in explanations(at)
+
+
+def test_cells_explain_themselves():
+    at = open_page(PAGE, state=click(("ffn.out_map", 0, 1)))
+    text = explanations(at)
+    assert r"y_{0,1} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text
+    at = open_page(PAGE, params={"ffn.hidden_map": "1,1", "ffn.act": "gelu"})
+    # 谁 = [0, 1]: h = 0·0 + 1·1 + 0 = 1, GELU(1) = 0.841
+    assert r"a_{1,1} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
+        in explanations(at)
+
+
+def test_step_by_step_link():
+    at = open_page(PAGE, params={"ffn.hand.step": "1"})
+    text = page_text(at)
+    assert "[1.000, -1.000, 2.000]" in text
+    assert r"\mathrm{ReLU}\left(" not in text  # step 2 is not shown yet
