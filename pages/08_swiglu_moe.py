@@ -1,0 +1,150 @@
+"""Stage 8.2: SwiGLU scales each hidden unit by a continuous gate; a mixture of experts
+sends each token to a few of many FFNs and adds their outputs with the router's weights."""
+
+from functools import partial
+
+import streamlit as st
+import torch
+
+from tinyformer.ffn import activation_curves, gate_example, swiglu
+from tinyformer.moe import expert_budget, mixture_of_experts, random_moe, renormalise
+from ui import explain
+from ui.charts import bars, lines
+from ui.example import TAIL6, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import heatmap
+from ui.fmt import latex_matrix, latex_vec, num, places, short, vec
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, matrix_input, number
+from ui.notes import random_weights_note, shown_errors
+from ui.page import section, stage_page
+from ui.reveal import Stepper
+
+D, HIDDEN = 4, 8  # width and hidden size of the random experts
+
+
+def given(v) -> str:  # an input as typed: [1, -1] rather than [1.000, -1.000]
+    return (latex_vec if v.ndim == 1 else latex_matrix)(v.tolist(), places(v))
+
+
+# KIT: a formula for a narrow column: symbolic = numbers, each further step on its own line
+# (formula(symbolic, live) puts the live numbers in 3/5 of the column and they get cut).
+def stacked(symbolic: str, *steps: str) -> None:
+    formula(rf"\begin{{aligned}}{symbolic} &= " + r" \\ &= ".join(steps) + r"\end{aligned}")
+
+
+def big(n: int) -> str:  # 10{,}000{,}000: LaTeX would space a bare comma as punctuation
+    return f"{n:,}".replace(",", "{,}")
+
+
+def prob_cell(moe, labels, i: int, e: int) -> str:
+    return explain.softmax(t("moe.cell_prob", w=TAIL6[i], e=labels[e]),
+                           explain.cell_name("p", i, e), moe.route.logits[i], e)
+
+
+def weight_cell(moe, labels, i: int, e: int) -> str:
+    if e not in moe.route.indices[i].tolist():
+        return t("moe.cell_unused", w=TAIL6[i], e=labels[e])
+    tops = " + ".join(num(p) for p in moe.route.top_probs[i])
+    latex = (rf"{explain.cell_name('w', i, e)} = \frac{{{num(moe.route.probs[i, e])}}}"
+             rf"{{{tops}}} = {num(moe.gates[i, e])}")
+    return explain.formula(t("moe.cell_weight", w=TAIL6[i], e=labels[e]), latex)
+
+
+with stage_page("moe"):
+    section(t("moe.swiglu_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+        wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
+        wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
+        wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
+    with right, shown_errors():
+        sw = swiglu(x, wg, wu, wd)
+        steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
+        if steps.shows(1):
+            st.markdown(f"**1 · {t('moe.step_gate')}** — `{vec(sw.gate)}`")
+            stacked(r"s = \mathrm{SiLU}(xW_{gate})", rf"\mathrm{{SiLU}}({given(x)}{given(wg)})",
+                    rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
+        if steps.shows(2):
+            st.markdown(f"**2 · {t('moe.step_up')}** — `{vec(sw.up)}`")
+            stacked(r"u = xW_{up}", rf"{given(x)}{given(wu)}", latex_vec(sw.up))
+        if steps.shows(3):
+            st.markdown(f"**3 · {t('moe.step_gated')}** — `{vec(sw.gated)}`")
+            stacked(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
+                    latex_vec(sw.gated))
+        if steps.shows(4):
+            st.markdown(f"**4 · {t('moe.step_down')}** — `{vec(sw.output)}`")
+            stacked(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{given(wd)}",
+                    latex_vec(sw.output))
+
+    section(t("moe.gate_title"))
+    choice_exercise("gate", t("moe.ex_question"), [t(f"moe.ex_{o}") for o in ("01", "unit", "any")],
+                    correct=2, explanation=t("moe.ex_explain"))
+    left, right = st.columns([2, 3])
+    with left:
+        value = number("u", t("moe.value"), -10.0, 10.0, 3.0, step=0.1, gesture="both")
+        gate = number("s", t("moe.gate"), -0.27, 3.0, 0.2, step=0.01, gesture="both")
+        with shown_errors():
+            ex = gate_example(value, gate)
+            formula(r"s \cdot u", rf"{short(ex.gate)} \cdot {short(ex.value)} = {num(ex.passed)}")
+            st.caption(t("moe.gate_from", g=num(ex.gate_pre), s=num(ex.gate)))
+    with right:
+        curve = activation_curves(-6.0, 4.0, 201)
+        marks = {f"g{j + 1}": float(g) for j, g in enumerate(sw.gate_pre)} | {"s": ex.gate_pre}
+        lines(curve.x.tolist(), {"SiLU": curve.values["silu"].tolist()}, key="silu",
+              x_title="g", y_title=t("moe.gate_axis"), marks=marks, table=False, height=300)
+    st.markdown(t("moe.gate_note", gates=vec(sw.gate)))
+
+    section(t("moe.moe_title"))
+    st.markdown(t("moe.moe_lead"))
+    first = float(renormalise(torch.tensor([0.3, 0.2]))[0])
+    number_exercise("renorm", t("moe.ex2_question"), first, t("moe.ex2_steps"), tolerance=0.005)
+    with st.container(horizontal=True):
+        n_experts = number("E", t("moe.experts"), 2, 64, 8, gesture="slider")
+        k = number("k", t("moe.top_k"), 1, 64, 2, gesture="slider")
+        seed = number("seed", t("moe.seed"), 0, 9999, 0)
+    random_weights_note()
+    gloss(TAIL6)
+    with shown_errors():
+        setup = random_moe(len(TAIL6), D, HIDDEN, n_experts, seed)
+        moe = mixture_of_experts(setup.x, setup.w_router, setup.experts, k)
+        labels = [f"E{e + 1}" for e in range(n_experts)]
+        cols = st.columns(2)
+        with cols[0]:
+            heatmap(moe.route.probs, labels, TAIL6, key="probs", title=t("moe.probs_table"),
+                    explain=partial(prob_cell, moe, labels), zmin=0, zmax=1)
+        with cols[1]:
+            heatmap(moe.gates, labels, TAIL6, key="weights", title=t("moe.weights_table", k=k),
+                    explain=partial(weight_cell, moe, labels), zmin=0, zmax=1,
+                    colorscale="Oranges")
+        i = choice("tok", t("moe.token"), list(range(len(TAIL6))), 2, widget="select",
+                   format_func=TAIL6.__getitem__)
+        parts = r" \\ &+ ".join(rf"{num(w)}\cdot{latex_vec(o)}" for w, o in
+                                zip(moe.route.weights[i], moe.expert_outputs[i], strict=True))
+        stacked(r"y = \sum_{e \in \mathrm{top}\text{-}k} w_e\,E_e(x)", parts,
+                latex_vec(moe.output[i]))
+        st.caption(t("moe.combined", w=TAIL6[i], experts=", ".join(
+            labels[e] for e in moe.route.indices[i].tolist())))
+        bars(labels, {t("moe.load_axis"): moe.load.tolist()}, key="load", decimals=0,
+             y_title=t("moe.load_axis"), height=280)
+        st.markdown(t("moe.load_note", even=short(moe.even_load), n=len(TAIL6), k=k, e=n_experts,
+                      most=int(moe.load.max()), idle=int((moe.load == 0).sum())))
+
+    section(t("moe.count_title"))
+    choice_exercise("memory", t("moe.ex3_question"),
+                    [t(f"moe.ex3_{o}") for o in ("active", "all", "one")], correct=1,
+                    explanation=t("moe.ex3_explain"))
+    with st.container(horizontal=True):
+        count_e = number("n", t("moe.experts"), 1, 1024, 8)
+        count_k = number("pk", t("moe.top_k"), 1, 1024, 2)
+        millions = number("mpe", t("moe.millions"), 0.01, 1_000_000.0, 10.0, step=1.0)
+    with shown_errors():
+        b = expert_budget(count_e, millions, count_k)
+        formula(r"N_{total} = E \times P,\qquad N_{active} = k \times P",
+                rf"{b.n_experts} \times {big(b.per_expert)} = {big(b.total)},\qquad "
+                rf"{b.k} \times {big(b.per_expert)} = {big(b.active)}")
+        for col, name in zip(st.columns(2), ("total", "active"), strict=True):
+            col.metric(t(f"moe.{name}"), f"{short(getattr(b, name) / 1e6)} M")
+    st.markdown(t("moe.figures_note"))
