@@ -9,7 +9,7 @@ from ui import explain
 from ui.example import gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
-from ui.fmt import num, short, vec
+from ui.fmt import latex_matrix, num, short, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
@@ -32,7 +32,7 @@ def pe_cell(pos: int, col: int, d: int) -> str:
             rf" = {num(row.values[col])}")
 
 
-def outputs(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
+def outputs(cmp: ShuffleComparison, tag: str) -> None:
     """Each order's output rows side by side, on one colour scale; cells explain themselves."""
     style, dims = diverging(cmp.first.output, cmp.second.output), list(range(cmp.gap.shape[1]))
     for col, run, side in zip(st.columns(2), (cmp.first, cmp.second), "ab", strict=True):
@@ -42,12 +42,12 @@ def outputs(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
                                run.v[:, c], run.output[i, c],
                                lhs=rf"\sum_j a_{{{i},j}} v_{{j,{c}}}")
         with col:
-            st.markdown(f"**「{''.join(run.words)}」{suffix}**")
+            st.markdown(f"**「{''.join(run.words)}」**")
             heatmap(run.output, [str(c) for c in dims], run.words, key=f"{tag}_{side}",
                     explain=cell, x_title=t("positions.component"), **style)
 
 
-def matched(cmp: ShuffleComparison, tag: str) -> None:
+def matched(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
     """Each word's output row in the first order minus its row in the second."""
     first, second = "".join(cmp.first.words), "".join(cmp.second.words)
 
@@ -57,7 +57,7 @@ def matched(cmp: ShuffleComparison, tag: str) -> None:
                                rf"{num(cmp.first.output[i, c])} - ({num(cmp.second.output[j, c])})"
                                rf" = {num(cmp.gap[i, c])}")
 
-    st.markdown(f"**{t('positions.gap_title', a=first, b=second)}**")
+    st.markdown(f"**{t('positions.gap_title', a=first, b=second)}{suffix}**")
     heatmap(cmp.gap, [str(c) for c in range(cmp.gap.shape[1])], WORDS, key=f"{tag}_gap",
             explain=cell, x_title=t("positions.component"),
             **diverging(cmp.first.output, cmp.second.output))
@@ -97,13 +97,10 @@ with stage_page("positions"):
                                           a="".join(WORDS), b="".join(plain.second.words)))
             with_pe = compare_orders(WORDS, ORDERS[order], width, seed, with_positions=True)
             st.markdown(t("positions.pe_lead"))
-            heatmap(with_pe.first.positions, [str(c) for c in range(width)],
-                    [f"PE[{p}]" for p in range(len(WORDS))], key="pe_rows",
-                    explain=lambda p, c: explain.formula(t("positions.cell_pe"),
-                                                         pe_cell(p, c, width)),
-                    x_title=t("positions.component"), **diverging(with_pe.first.positions))
-            outputs(with_pe, "pos", " + PE")
-            matched(with_pe, "pos")
+            formula(r"x_p = e_{w_p} + PE_p",
+                    rf"\begin{{bmatrix}}PE_0\\ PE_1\\ PE_2\end{{bmatrix}} = "
+                    rf"{latex_matrix(with_pe.first.positions)}")
+            matched(with_pe, "pos", " (+ PE)")
 
     # --- The sinusoidal table ----------------------------------------------------------
     st.subheader(t("positions.table_title"))
@@ -121,7 +118,7 @@ with stage_page("positions"):
         st.markdown(f"**PE[{pos}]** (d = {d}) = `{vec(row.values)}`")
         shown = min(d, 4)
         lines = [pe_cell(pos, c, d) for c in range(shown)] + ([r"\ldots"] if d > shown else [])
-        st.latex(r"\begin{gathered}" + r"\\ ".join(lines) + r"\end{gathered}")
+        st.latex(r"\begin{gathered}" + r"\\[6pt] ".join(lines) + r"\end{gathered}")
         st.caption(t("positions.pair_note"))
     table = sinusoidal(n, d, dtype=row.values.dtype)  # [n, d]
     heatmap(table, [f"{c} {'sin' if c % 2 == 0 else 'cos'}" for c in range(d)],
