@@ -22,7 +22,8 @@ HOME = Stage("home", "app.py", "", ":material/home:")
 _CURRICULUM: tuple[Stage, ...] = (
     Stage("ngram", "pages/00_ngrams.py", "0.1", ":material/history_edu:"),
     Stage("embeddings", "pages/00_embeddings.py", "0.2", ":material/scatter_plot:"),
-    Stage("tokens", "pages/01_tokens.py", "1", ":material/tag:"),
+    Stage("tokens", "pages/01_tokens.py", "1.1", ":material/tag:"),
+    Stage("bpe", "pages/01_bpe.py", "1.2", ":material/call_merge:"),
     Stage("qkv", "pages/02_qkv.py", "2", ":material/call_split:"),
     Stage("scaling", "pages/03_scaling.py", "3", ":material/straighten:"),
     Stage("masks", "pages/04_masks.py", "4", ":material/visibility_off:"),
@@ -72,7 +73,7 @@ def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
 # Each step links to the pages that teach it, once they are built.
 PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("text", ("ngram", "embeddings")),
-    ("tokens", ("tokens",)),
+    ("tokens", ("tokens", "bpe")),
     ("qkv", ("qkv",)),
     ("scores", ("scaling",)),
     ("mask", ("masks",)),

@@ -47,13 +47,12 @@ def test_every_stage_renders_in_both_languages(lang):
 
 
 def test_a_link_asking_for_a_gpu_falls_back_to_the_cpu_with_a_note():
+    """The device choice is shown on the pages that run a model (the forward pass)."""
     import torch
 
     from ui.i18n import catalogue
 
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"lang": "en", "device": "cuda"})
-    at.run()
+    at = open_page("pages/11_forward.py", params={"device": "cuda"})
     assert not at.exception
     notes = [i.value for i in at.sidebar.info]
     if torch.cuda.is_available():
