@@ -88,15 +88,18 @@ def test_shared_link_reproduces_the_page() -> None:
 
 
 @pytest.mark.parametrize("params", [
-    {"residual.eps": "0"}, {"residual.eps": "-1e-5"}, {"residual.eps": "1e300"},
-    {"residual.eps": "nan"}, {"residual.eps": "abc"}, {"residual.d": "99"},
-    {"residual.d": "2.5"}, {"residual.x2": "1, inf"}, {"residual.g2": "1, 2, 3"},
+    {"residual.eps": "0", "residual.d": "99", "residual.x2": "1, inf", "residual.g2": "1, 2, 3"},
+    {"residual.eps": "-1e-5", "residual.d": "2.5", "residual.b2": "abc", "residual.x": ""},
+    {"residual.eps": "1e300", "residual.d": "abc", "residual.fx": "1e300, 0"},
+    {"residual.eps": "nan"},
+    {"residual.eps": "abc", "residual.norm.step": "9"},
 ])
-def test_bad_link_values_fall_back_with_one_note(params) -> None:
+def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
     at = open_page(PAGE, "zh", params=params)
     assert_clean(at)
-    assert len(at.error) == 1
+    assert len(at.error) == len(params)
     text = page_text(at)
+    assert col([2.1, 0.8]) in text
     for expected in norms([1, 3]):
         assert expected in text
 

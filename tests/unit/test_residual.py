@@ -142,3 +142,13 @@ def test_unknown_placement_is_refused(gen) -> None:
     with pytest.raises(ParameterError) as info:
         run_block(torch.zeros(2, D, dtype=torch.float64), w, "middle")
     assert info.value.key == "stream_choice"
+
+
+def test_a_longer_stack_starts_with_the_same_blocks() -> None:
+    """The page draws block 1 from a one-block run and the curve from an L-block run."""
+    short, long = compare_placements(3, seed=5, scale=2.0), compare_placements(9, seed=5,
+                                                                               scale=2.0)
+    assert short.pre.stream_rms == long.pre.stream_rms[:4]
+    assert short.post.stream_rms == long.post.stream_rms[:4]
+    for a, b in zip(short.pre.first_block.steps, long.pre.first_block.steps, strict=True):
+        assert torch.equal(a.value, b.value)

@@ -1,0 +1,113 @@
+"""Stage 9.2: Post-Norm normalizes the residual stream itself; Pre-Norm only the copy each
+sub-layer reads, so its stream keeps every block's additions."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from tinyformer.residual import BlockFlow, compare_placements
+from ui import state
+from ui.charts import PALETTE, lines
+from ui.example import TAIL4, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import png_config
+from ui.fmt import num, vec
+from ui.formula import formula
+from ui.i18n import t
+from ui.inputs import choice, number
+from ui.notes import random_weights_note, shown_errors
+from ui.page import stage_link, stage_page
+from ui.reveal import Stepper
+
+FORMULAS = {  # two lines each, so that a formula fits half the page
+    "post": r"\begin{aligned}h &= \mathrm{Norm}(x + \mathrm{Attn}(x))\\ "
+            r"y &= \mathrm{Norm}(h + \mathrm{FFN}(h))\end{aligned}",
+    "pre": r"\begin{aligned}h &= x + \mathrm{Attn}(\mathrm{Norm}(x))\\ "
+           r"y &= h + \mathrm{FFN}(\mathrm{Norm}(h))\end{aligned}",
+}
+NAMES = {"pre": "Pre-Norm", "post": "Post-Norm", "layer": "LayerNorm", "rms": "RMSNorm"}
+OP_COLOUR = {"input": PALETTE[0], "add": PALETTE[0], "norm": PALETTE[1],
+             "attention": PALETTE[2], "ffn": PALETTE[3]}
+N_TOKENS, WIDTH, HEADS, MAX_BLOCKS = 4, 4, 2, 32
+
+
+@st.cache_resource(max_entries=64)
+def measure(blocks: int, seed: int, scale: float, norm: str):
+    """Shared by every session: the first blocks drawn from a seed are the same for any
+    count, so one block (the diagrams) and the whole stack agree."""
+    return compare_placements(blocks, seed, scale, norm, N_TOKENS, WIDTH, HEADS)
+
+
+def diagram(flow: BlockFlow, row: int, shown: int) -> None:
+    """# KIT: a block as boxes and arrows (stream left, branch right), built in one
+    go.Figure call; each box shows its step's value for one position."""
+    lane = [0.0 if s.stream else 1.0 for s in flow.steps]
+    notes = [{"x": lane[i], "y": -i, "ax": lane[j], "ay": -j, "xref": "x", "yref": "y",
+              "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2,
+              "arrowwidth": 2, "arrowcolor": "#868e96", "standoff": 24, "startstandoff": 24}
+             for i, s in enumerate(flow.steps[:shown]) for j in s.inputs]
+    notes += [{"x": lane[i], "y": -i, "showarrow": False, "bgcolor": "#fff", "borderpad": 5,
+               "bordercolor": OP_COLOUR[s.op], "borderwidth": 3 if s.stream else 1.5,
+               "text": f"<b>{t('prepost.op_' + s.op)}</b><br>{vec(s.value[row])}",
+               "font": {"size": 13, "color": "#212529"}} for i, s in enumerate(flow.steps[:shown])]
+    n = len(flow.steps)
+    hidden = {"visible": False, "fixedrange": True}
+    layout = {"height": 70 * n + 20, "margin": {"l": 0, "r": 0, "t": 10, "b": 10},
+              "annotations": notes, "showlegend": False, "dragmode": False,
+              "xaxis": {**hidden, "range": [-0.75, 1.75]},
+              "yaxis": {**hidden, "range": [-n + 0.5, 0.5]}}
+    st.plotly_chart(go.Figure(data=[], layout=layout), config=png_config(flow.placement),
+                    key=state.private(f"flow_{flow.placement}", "chart"), width="stretch")
+
+
+with stage_page("prepost"):
+    cols = st.columns([3, 2, 4, 3])
+    with cols[0]:
+        norm = choice("norm", t("prepost.norm"), ("layer", "rms"), "layer", format_func=NAMES.get,
+                      widget="segmented", help=t("prepost.norm_help"))
+    with cols[1]:
+        seed = number("seed", t("prepost.seed"), 0, 9999, 0)
+    with cols[2]:
+        scale = number("scale", t("prepost.scale"), 0.1, 10.0, 1.0, gesture="both", step=0.1,
+                       help=t("prepost.scale_help"))
+    with cols[3]:
+        row = choice("pos", t("prepost.pos"), tuple(range(N_TOKENS)), N_TOKENS - 1,
+                     format_func=TAIL4.__getitem__, widget="segmented")
+    gloss(TAIL4)
+    with shown_errors():
+        cmp = measure(1, int(seed), float(scale), norm)
+        steps = Stepper("block", [t("prepost.step_attention"), t("prepost.step_ffn")])
+        shown = 7 if steps.shows(2) else 4  # x and the attention half, then the FFN half
+        for column, placement in zip(st.columns(2), ("pre", "post"), strict=True):
+            with column:
+                st.markdown(f"**{NAMES[placement]}** · {t('prepost.when_' + placement)}")
+                formula(FORMULAS[placement])
+                diagram(getattr(cmp, placement).first_block, row, shown)
+        st.caption(t("prepost.how_to_read"))
+        random_weights_note()
+        st.caption(t("prepost.setup", n=N_TOKENS, d=WIDTH, heads=HEADS, norm=NAMES[norm],
+                     word=TAIL4[row]))
+
+        st.subheader(t("prepost.stack_title"))
+        st.markdown(t("prepost.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
+        quiz = st.container()  # predict first: filled once the block count is known
+        blocks = number("blocks", t("prepost.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
+        cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
+        pre, post = cmp.pre.stream_rms, cmp.post.stream_rms
+        larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
+            int(post[-1] > pre[-1])
+        with quiz:
+            choice_exercise("grow", t("prepost.ex_question", blocks=blocks),
+                            [t("prepost.ex_pre"), t("prepost.ex_post"), t("prepost.ex_same")],
+                            correct=larger, explanation=t("prepost.ex_explain", blocks=blocks,
+                                                          pre=num(pre[-1]), post=num(post[-1])))
+            number_exercise("post_rms", t("prepost.ex2_question", blocks=blocks, norm=NAMES[norm]),
+                            post[-1], t(f"prepost.ex2_steps_{norm}", value=num(post[-1])))
+        lines(list(range(blocks + 1)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="sizes",
+              markers=True, x_title=t("prepost.blocks_x"), y_title=t("prepost.rms_y"),
+              y_range=(0, 1.15 * max(*pre, *post)))
+        updates = cmp.pre.update_rms
+        st.markdown(t("prepost.measured", blocks=blocks, start=num(pre[0]), pre=num(pre[-1]),
+                      post=num(post[-1]), lo=num(min(updates)), hi=num(max(updates))))
+        st.caption(t("prepost.not_training"))
+        st.info(t("prepost.final_norm"), icon=":material/info:")
+    stage_link("forward")
