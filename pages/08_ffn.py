@@ -67,8 +67,9 @@ with stage_page("ffn"):
         w1 = weights("W1", "₁", [[1, 0, 1], [0, 1, -1]], 2)
         w2 = weights("W2", "₂", [[1, 0], [0, 1], [0, 1]], 3)
         with st.expander(t("ffn.biases")):
-            b1 = matrix_input("b1", "b₁", [0, 0, 0])
-            b2 = matrix_input("b2", "b₂", [0, 0])
+            b1 = matrix_input("b1", "b₁", [0, 0, 0], sliders=True,
+                              slider_labels=[f"b₁[{i}]" for i in (1, 2, 3)])
+            b2 = matrix_input("b2", "b₂", [0, 0], sliders=True, slider_labels=["b₂[1]", "b₂[2]"])
     with right, shown_errors():
         act = choice("act", t("ffn.activation"), list(ACTS), "relu", format_func=NAMES.get,
                      widget="segmented")

@@ -157,3 +157,11 @@ def test_step_by_step_link():
     text = page_text(at)
     assert "[1.000, -1.000, 2.000]" in text
     assert r"\mathrm{ReLU}\left(" not in text  # step 2 is not shown yet
+
+
+def test_bias_sliders_move_the_result():
+    at = open_page(PAGE)
+    at.slider("_ffn.b2~1").set_value(0.5).run()  # b₂ = [0, 0.5]
+    want = expected([1, -1], b2=[0, 0.5])
+    assert want["y"] in page_text(at) and want["flat"] in page_text(at)
+    assert at.query_params["ffn.b2"] == "0, 0.5"
