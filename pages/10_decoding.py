@@ -39,7 +39,7 @@ def ids(values) -> str:
 def run_lines(run, shown: int) -> None:
     """One line per step: what the model read, its top candidates, what was appended."""
     for k, step in enumerate(run.steps[:shown], start=1):
-        top = ", ".join(f"{i} ({num(p)})" for i, p in step.top)
+        top = t("decoding.sep").join(f"{i} ({num(p)})" for i, p in step.top)
         appended = step.context[len(run.prompt):]  # chosen by the earlier steps
         chosen = f"**{ids(appended)}**" if appended else ""
         st.markdown(t("decoding.step_line", k=k, prompt=ids(run.prompt), chosen=chosen,

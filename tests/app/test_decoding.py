@@ -57,7 +57,8 @@ def test_defaults(default_page) -> None:
     assert catalogue(lang)["kit.random_weights"] in text
     for number in ("66.5 ± 4.7", "24.5 ± 4.3", "9.0 ± 2.9", *map(str, counts())):
         assert number in text
-    assert "40 (0.054), 20 (0.047), 35 (0.044)" in text  # stage 11's top 3, step 1
+    sep = catalogue(lang)["decoding.sep"]
+    assert sep.join(["40 (0.054)", "20 (0.047)", "35 (0.044)"]) in text  # stage 11's top 3
     assert sequence(IDS, loop(IDS, 5)) in text
     assert sequence(IDS, loop(IDS, 5, 1.0, 0)) in text
 
