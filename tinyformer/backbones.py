@@ -221,10 +221,12 @@ def translation_example(source: Sequence[str], target: Sequence[str], width: int
     is the same in any sentence; the weights depend only on the seed and the width.
     """
     source, target = tuple(source), tuple(target)
-    for key, words in (("backbones_source_length", source), ("backbones_target_length", target)):
-        if not 1 <= len(words) <= MAX_TOKENS:
-            raise ParameterError(key, f"need 1 to {MAX_TOKENS} tokens, got {len(words)}",
-                                 n=len(words), limit=MAX_TOKENS)
+    if not 1 <= len(source) <= MAX_TOKENS:
+        raise ParameterError("backbones_source_length", f"the source needs 1 to {MAX_TOKENS} "
+                             f"tokens, got {len(source)}", n=len(source), limit=MAX_TOKENS)
+    if not 1 <= len(target) <= MAX_TOKENS:
+        raise ParameterError("backbones_target_length", f"the target needs 1 to {MAX_TOKENS} "
+                             f"tokens, got {len(target)}", n=len(target), limit=MAX_TOKENS)
     if isinstance(width, bool) or not isinstance(width, int) or \
             not MIN_WIDTH <= width <= MAX_WIDTH:
         raise ParameterError("backbones_width", f"width must be a whole number from "
