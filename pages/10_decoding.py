@@ -122,7 +122,7 @@ with stage_page("decoding"):
             st.caption(t("decoding.same_as_forward"))
             stage_link("forward")
 
-        st.subheader(t("decoding.fork_title"))
+        section(t("decoding.fork_title"))
         if not forks:
             st.info(t("decoding.fork_needs_two"))
         else:
