@@ -22,6 +22,11 @@ M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
 WEIGHTS = {"colorscale": "Oranges", "zmin": 0, "zmax": 1}
 
 
+@st.cache_resource(max_entries=64)  # one run per setting, shared by every session
+def example(source: tuple, target: tuple, d: int, seed: int) -> backbones.TranslationExample:
+    return backbones.translation_example(source, target, d, seed)
+
+
 def mask_map(kind: str, allowed) -> None:
     """One backbone's mask M over numbered positions: 0 = may read, −∞ = blocked."""
     rows, cols = (str(i) for i in range(allowed.shape[0])), range(allowed.shape[1])
@@ -68,25 +73,21 @@ with stage_page("backbones"):
     st.caption(t("backbones.legend"))
 
     # --- 2. Cross-attention, with numbers ---------------------------------------------
-    choice_exercise("qkv", t("backbones.ex_question"),
-                    [t("backbones.ex_all_dec"), t("backbones.ex_right"),
-                     t("backbones.ex_swapped")], correct=1,
-                    explanation=t("backbones.ex_explain"))
+    choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
+        "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
     st.subheader(t("backbones.cross_title"))
     left, right = st.columns(2)
+    words_help = t("backbones.words_help", n=backbones.MAX_TOKENS)
     with left:
-        src = text("src", t("backbones.source"), SOURCE, 80,
-                   help=t("backbones.words_help", n=backbones.MAX_TOKENS))
-        tgt = text("tgt", t("backbones.target"), TARGET, 40,
-                   help=t("backbones.words_help", n=backbones.MAX_TOKENS))
+        src = text("src", t("backbones.source"), SOURCE, 80, help=words_help)
+        tgt = text("tgt", t("backbones.target"), TARGET, 40, help=words_help)
     with right:
         d = number("d", t("backbones.width"), backbones.MIN_WIDTH, backbones.MAX_WIDTH, 8,
                    gesture="both")
         seed = number("seed", t("backbones.seed"), 0, 9999, 0)
     random_weights_note()
     with shown_errors():
-        ex = backbones.translation_example(backbones.split_words(src), backbones.split_words(tgt),
-                                           int(d), int(seed))
+        ex = example(backbones.split_words(src), backbones.split_words(tgt), int(d), int(seed))
         gloss(ex.target)
         source, target, ns, nt = ex.source, ex.target, len(ex.source), len(ex.target)
         number_exercise("cells", t("backbones.ex2_question", ns=ns, nt=nt), nt * ns,
@@ -138,8 +139,7 @@ with stage_page("backbones"):
             st.caption(t("backbones.not_alignment"))
         if steps.shows(4):
             st.markdown(f"**4 · {t('backbones.step_ffn')}**")
-            st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), nt=nt,
-                          last=target[-1]))
+            st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
 
     # --- 3. Why today's chat models are decoder-only ------------------------------------
     st.subheader(t("backbones.why_title"))
