@@ -11,8 +11,8 @@ from ui.charts import lines
 from ui.example import TAIL4, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap, matrix_frame
-from ui.fmt import dot_terms, latex_matrix, latex_vec, num, places, term, vec
-from ui.formula import formula
+from ui.fmt import as_typed, dot_terms, latex_matrix, latex_vec, num, places, term, vec
+from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
@@ -29,17 +29,6 @@ def weights(name: str, sub: str, default: list, rows: int) -> object:
     labels = [f"W{sub}[{r + 1},{c + 1}]" for r in range(rows) for c in range(cols)]
     return matrix_input(name, f"W{sub} [{rows} × {cols}]", default, rows=rows, sliders=True,
                         slider_labels=labels)
-
-
-# KIT: a formula for a narrow column: symbolic = numbers, each further step on its own line
-# (formula(symbolic, live) puts the live numbers in 3/5 of the column and they get cut).
-def stacked(symbolic: str, *steps: str) -> None:
-    formula(rf"\begin{{aligned}}{symbolic} &= " + r" \\ &= ".join(steps) + r"\end{aligned}")
-
-
-def given(v) -> str:
-    """An input as typed: [1, -1] rather than [1.000, -1.000]."""
-    return (latex_vec if v.ndim == 1 else latex_matrix)(v.tolist(), places(v))
 
 
 def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
@@ -77,16 +66,17 @@ with stage_page("ffn"):
         steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
         if steps.shows(1):
             st.markdown(f"**1 · {t('ffn.step_widen')}** — `{vec(ff.hidden_pre)}`")
-            stacked(r"h = xW_1 + b_1", rf"{given(x)}{given(w1)} + {given(b1)}",
+            formula_steps(r"h = xW_1 + b_1", rf"{as_typed(x)}{as_typed(w1)} + {as_typed(b1)}",
                     latex_vec(ff.hidden_pre))
         if steps.shows(2):
             st.markdown(f"**2 · {t('ffn.step_act')}** — `{vec(ff.hidden)}`")
-            stacked(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
+            formula_steps(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
                     latex_vec(ff.hidden))
         if steps.shows(3):
             st.markdown(f"**3 · {t('ffn.step_narrow')}** — `{vec(ff.output)}`")
-            stacked(r"y = aW_2 + b_2", rf"{latex_vec(ff.hidden)}{given(w2)} + {given(b2)}",
-                    latex_vec(ff.output))
+            formula_steps(r"y = aW_2 + b_2",
+                          rf"{latex_vec(ff.hidden)}{as_typed(w2)} + {as_typed(b2)}",
+                          latex_vec(ff.output))
             st.caption(t("ffn.shape_note", d=x.numel(), h=w1.shape[1]))
 
     section(t("ffn.act_title"))
@@ -113,12 +103,14 @@ with stage_page("ffn"):
                         t("ffn.ex2_steps", h=vec(flat.hidden), y=vec(flat.two_step)),
                         tolerance=0.005)
         st.markdown(t("ffn.collapse_lead"))
-        formula(r"(xW_1 + b_1)W_2 + b_2", rf"{latex_vec(flat.hidden)}{given(w2)} + {given(b2)}"
+        formula(r"(xW_1 + b_1)W_2 + b_2",
+                rf"{latex_vec(flat.hidden)}{as_typed(w2)} + {as_typed(b2)}"
                 rf" = {latex_vec(flat.two_step)}")
         formula(r"W_1W_2,\quad b_1W_2 + b_2",
-                rf"{given(w1)}{given(w2)} = {latex_matrix(flat.merged_w.tolist())},\quad "
+                rf"{as_typed(w1)}{as_typed(w2)} = {latex_matrix(flat.merged_w.tolist())},\quad "
                 rf"{latex_vec(flat.merged_b)}")
-        formula(r"x(W_1W_2) + (b_1W_2 + b_2)", rf"{given(x)}{latex_matrix(flat.merged_w.tolist())}"
+        formula(r"x(W_1W_2) + (b_1W_2 + b_2)",
+                rf"{as_typed(x)}{latex_matrix(flat.merged_w.tolist())}"
                 rf" + {latex_vec(flat.merged_b)} = {latex_vec(flat.one_step)}")
         st.success(t("ffn.collapse_same", a=vec(flat.two_step, 6), b=vec(flat.one_step, 6),
                      gap=f"{flat.gap:.1g}"), icon=":material/equal:")

@@ -13,8 +13,8 @@ from ui.charts import bars, lines
 from ui.example import TAIL6, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
-from ui.fmt import latex_matrix, latex_vec, num, places, short, vec
-from ui.formula import formula
+from ui.fmt import as_typed, latex_vec, num, short, vec
+from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import random_weights_note, shown_errors
@@ -22,16 +22,6 @@ from ui.page import section, stage_page
 from ui.reveal import Stepper
 
 D, HIDDEN = 4, 8  # width and hidden size of the random experts
-
-
-def given(v) -> str:  # an input as typed: [1, -1] rather than [1.000, -1.000]
-    return (latex_vec if v.ndim == 1 else latex_matrix)(v.tolist(), places(v))
-
-
-# KIT: a formula for a narrow column: symbolic = numbers, each further step on its own line
-# (formula(symbolic, live) puts the live numbers in 3/5 of the column and they get cut).
-def stacked(symbolic: str, *steps: str) -> None:
-    formula(rf"\begin{{aligned}}{symbolic} &= " + r" \\ &= ".join(steps) + r"\end{aligned}")
 
 
 def big(n: int) -> str:  # 10{,}000{,}000: LaTeX would space a bare comma as punctuation
@@ -65,18 +55,19 @@ with stage_page("moe"):
         steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
         if steps.shows(1):
             st.markdown(f"**1 · {t('moe.step_gate')}** — `{vec(sw.gate)}`")
-            stacked(r"s = \mathrm{SiLU}(xW_{gate})", rf"\mathrm{{SiLU}}({given(x)}{given(wg)})",
+            formula_steps(r"s = \mathrm{SiLU}(xW_{gate})",
+                          rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
                     rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
         if steps.shows(2):
             st.markdown(f"**2 · {t('moe.step_up')}** — `{vec(sw.up)}`")
-            stacked(r"u = xW_{up}", rf"{given(x)}{given(wu)}", latex_vec(sw.up))
+            formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
         if steps.shows(3):
             st.markdown(f"**3 · {t('moe.step_gated')}** — `{vec(sw.gated)}`")
-            stacked(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
+            formula_steps(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
                     latex_vec(sw.gated))
         if steps.shows(4):
             st.markdown(f"**4 · {t('moe.step_down')}** — `{vec(sw.output)}`")
-            stacked(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{given(wd)}",
+            formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
                     latex_vec(sw.output))
 
     section(t("moe.gate_title"))
@@ -123,7 +114,7 @@ with stage_page("moe"):
                    format_func=TAIL6.__getitem__)
         parts = r" \\ &+ ".join(rf"{num(w)}\cdot{latex_vec(o)}" for w, o in
                                 zip(moe.route.weights[i], moe.expert_outputs[i], strict=True))
-        stacked(r"y = \sum_{e \in \mathrm{top}\text{-}k} w_e\,E_e(x)", parts,
+        formula_steps(r"y = \sum_{e \in \mathrm{top}\text{-}k} w_e\,E_e(x)", parts,
                 latex_vec(moe.output[i]))
         st.caption(t("moe.combined", w=TAIL6[i], experts=", ".join(
             labels[e] for e in moe.route.indices[i].tolist())))

@@ -12,7 +12,7 @@ from ui.charts import bars
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import matrix_frame
 from ui.fmt import decimals_for, latex_matrix, num, places, term, vec
-from ui.formula import formula
+from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
@@ -41,8 +41,7 @@ def side(layer: list, rms: list) -> None:
                 if isinstance(part, str):
                     st.markdown(part)
                     continue
-                lines = r" \\ &= ".join(part[1:])
-                formula(rf"\begin{{aligned}}{part[0]} &= {lines}\end{{aligned}}")
+                formula_steps(*part)
 
 
 def mean_of(values, squared: bool = False) -> str:

@@ -7,7 +7,6 @@ from tinyformer.decoding import generate, shared_start
 from tinyformer.forward_pass import ARTICLE_IDS, parse_ids
 from tinyformer.model import TinyDecoder
 from tinyformer.sampling import draw_counts, next_token_probs
-from ui import state
 from ui.charts import bars
 from ui.example import PAYERS, gloss
 from ui.exercise import choice_exercise, number_exercise
@@ -47,12 +46,6 @@ def run_lines(run, shown: int) -> None:
     st.markdown(t("decoding.sequence", prompt=ids(run.prompt), new=ids(run.new[:shown])))
 
 
-def keep_step_in_range(total: int) -> None:  # KIT: a Stepper whose number of steps shrinks
-    key = f"{state.current_stage()}.loop.step"
-    if isinstance(st.session_state.get(key), int) and st.session_state[key] > total:
-        st.session_state[key] = total
-
-
 with stage_page("decoding"):
     gloss(PAYERS)
     section(t("decoding.draw_title"))
@@ -75,9 +68,10 @@ with stage_page("decoding"):
                             float(draws.expected[0]),
                             t("decoding.ex2_steps", n=n, p=num(probs[0], 4),
                               e=num(draws.expected[0], 2)), tolerance=0.5, decimals=1)
-            bars(PAYERS, {t("decoding.counts", n=n): draws.counts.tolist(),
-                          t("decoding.expected"): draws.expected.tolist()}, key="draws",
-                 decimals=1, height=280, y_title=t("decoding.how_often"))
+            counts, expected = t("decoding.counts", n=n), t("decoding.expected")
+            bars(PAYERS, {counts: draws.counts.tolist(), expected: draws.expected.tolist()},
+                 key="draws", decimals={counts: 0, expected: 1}, height=280,
+                 y_title=t("decoding.how_often"))
         st.markdown("\n".join(t("decoding.count_line", w=w, p=num(probs[j]),
                                 e=num(draws.expected[j], 1), s=num(draws.spread[j], 1),
                                 c=int(draws.counts[j])) for j, w in enumerate(PAYERS)))
@@ -107,7 +101,6 @@ with stage_page("decoding"):
         prompt = parse_ids(prompt_text, VOCAB, MAX_LEN)
     with shown_errors():
         greedy, sampled, forks = runs(tuple(prompt), steps, loop_t, loop_seed)
-        keep_step_in_range(steps)
         stepper = Stepper("loop", [t("decoding.step_label", k=k + 1) for k in range(steps)])
         shown = steps if stepper.current == ALL else stepper.current
         names = (t("decoding.greedy"), t("decoding.sampled", T=short(loop_t), seed=loop_seed))

@@ -83,8 +83,12 @@ def compare_in_context(words_a: Sequence[str], words_b: Sequence[str], word: str
     and projections [width, width] (float64, rounded to 2 decimals) and compare `word`.
     """
     words_a, words_b = _checked(words_a, word), _checked(words_b, word)
-    _check_setting("context_width", "width", width, 1, MAX_WIDTH)
-    _check_setting("context_seed", "seed", seed, 0, MAX_SEED)
+    if not _whole_in(width, 1, MAX_WIDTH):
+        raise ParameterError("context_width", f"width must be a whole number from 1 to "
+                             f"{MAX_WIDTH}, got {width!r}", value=width, lo=1, hi=MAX_WIDTH)
+    if not _whole_in(seed, 0, MAX_SEED):
+        raise ParameterError("context_seed", f"seed must be a whole number from 0 to "
+                             f"{MAX_SEED}, got {seed!r}", value=seed, lo=0, hi=MAX_SEED)
     vocab = tuple(dict.fromkeys(words_a + words_b))
     setup = random_setup(len(vocab), width, width, torch.Generator().manual_seed(seed))
     row_of = {w: i for i, w in enumerate(vocab)}
@@ -131,7 +135,5 @@ def _checked(words: Sequence[str], word: str) -> tuple[str, ...]:
     return words
 
 
-def _check_setting(key: str, name: str, value: int, lo: int, hi: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ParameterError(key, f"{name} must be a whole number from {lo} to {hi}, "
-                             f"got {value!r}", value=value, lo=lo, hi=hi)
+def _whole_in(value: object, lo: int, hi: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and lo <= value <= hi

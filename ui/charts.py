@@ -46,7 +46,7 @@ def bars(
     *,
     key: str,
     kept: Sequence[bool] | None = None,
-    decimals: int = 3,
+    decimals: int | Mapping[str, int] = 3,
     x_title: str = "",
     y_title: str = "",
     y_range: tuple[float, float] | None = None,
@@ -55,16 +55,18 @@ def bars(
     """Grouped bars, one group per label, the exact value written on each bar.
 
     kept: for a distribution cut by top-k / top-p, the bars that survive; the others
-    are drawn grey and a dashed line separates the kept from the cut (in rank order).
+    are drawn grey. decimals: one for every series, or one per series name (counts 0,
+    expected counts 1).
     """
     traces = []
     for index, (name, values) in enumerate(series.items()):
+        places = decimals.get(name, 3) if isinstance(decimals, Mapping) else decimals
         colour = PALETTE[index % len(PALETTE)]
         colours = [colour if kept is None or kept[i] else CUT_COLOUR
                    for i in range(len(values))]
         traces.append({
             "type": "bar", "x": list(labels), "y": [float(v) for v in values], "name": name,
-            "marker": {"color": colours}, "text": [num(v, decimals) for v in values],
+            "marker": {"color": colours}, "text": [num(v, places) for v in values],
             "textposition": "outside", "cliponaxis": False,
             "hovertemplate": "%{x}: %{text}<extra>" + name + "</extra>",
         })

@@ -46,6 +46,14 @@ def decimals_for(values, digits: int = 3, most: int = 10) -> int:
     return min(most, max(3, digits - 1 - math.floor(math.log10(small))))
 
 
+def as_typed(values) -> str:
+    """A typed input in LaTeX, as typed: [1, −1] rather than [1.000, −1.000]."""
+    rows = values.tolist() if hasattr(values, "tolist") else values
+    if rows and isinstance(rows[0], list):
+        return latex_matrix(rows, places(values))
+    return latex_vec(rows, places(values))
+
+
 def latex_vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
     return r"\begin{bmatrix}" + " & ".join(num(v, decimals) for v in values) + r"\end{bmatrix}"
 

@@ -20,3 +20,9 @@ def formula(symbolic: str, live: str | None = None) -> None:
     with right:
         st.caption(t("kit.with_numbers"))
         st.latex(live)
+
+
+def formula_steps(symbolic: str, *steps: str) -> None:
+    """A formula for a narrow column: the symbols, then each "= ..." step on its own
+    line (side by side, the live numbers would get only part of the width)."""
+    formula(rf"\begin{{aligned}}{symbolic} &= " + r" \\ &= ".join(steps) + r"\end{aligned}")

@@ -30,6 +30,9 @@ class Stepper:
         codec = state.Codec(encode=str, decode=int,
                             valid=lambda v: isinstance(v, int) and not isinstance(v, bool)
                             and 0 <= v <= total)
+        stale = st.session_state.get(self.key)
+        if isinstance(stale, int) and not isinstance(stale, bool) and stale > total:
+            st.session_state[self.key] = total  # fewer steps than before: the last one
         self.current = state.initial(self.key, ALL, codec, t("kit.step_label"))
         self._draw_controls()
         state.write_url(self.key, st.session_state[self.key], ALL, codec)
