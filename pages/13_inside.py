@@ -1,0 +1,149 @@
+"""Stage 13.2: inside the trained model: its attention, its next-token probabilities, and
+where the answering position reads, measured."""
+
+import pandas as pd
+import streamlit as st
+
+from tinyformer.probe import Inspection, probe
+from tinyformer.train import TrainedModel, load_model
+from ui import explain
+from ui.charts import bars
+from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import heatmap
+from ui.fmt import num
+from ui.i18n import t
+from ui.inputs import choice, text
+from ui.notes import shown_errors
+from ui.page import device_name, section, stage_page
+
+MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
+PARTS = ("reason", "item", "rest")
+QUESTIONS = (("q1", Q1), ("q2", Q2))
+
+
+@st.cache_resource(max_entries=2)  # KIT: the shipped model, loaded once per device (13.3 too)
+def trained_model(device: str) -> TrainedModel:
+    trained = load_model()
+    trained.model.to(device)
+    return trained
+
+
+@st.cache_resource(max_entries=64)  # typed questions: bounded
+def inspect(device: str, question: str) -> Inspection:
+    return probe(trained_model(device), question)
+
+
+def positions(insp: Inspection, part: str) -> list[int]:
+    if part != "rest":
+        return list(insp.reason_positions if part == "reason" else insp.item_positions)
+    return [j for j in range(len(insp.tokens))
+            if j not in insp.reason_positions + insp.item_positions]
+
+
+def part_of(insp: Inspection, j: int) -> str:
+    return next(p for p in PARTS if j in positions(insp, p))
+
+
+def answer(insp: Inspection) -> None:
+    payer = "none" if insp.predicted is None else insp.predicted
+    st.markdown(t("inside.answer", answer=insp.greedy_answer, payer=t(f"inside.payer_{payer}"),
+                  corpus=insp.example.answer))
+
+
+def answering_rows(insp: Inspection, name: str) -> None:
+    """Every block's and head's row of the answering position, one heatmap row each."""
+    heads = insp.attention.shape[1]
+    rows = insp.attention[:, :, -1].reshape(-1, len(insp.tokens))  # [L * H, N]
+    labels = [t("inside.head_label", b=r // heads + 1, h=r % heads + 1)
+              for r in range(rows.shape[0])]
+
+    def cell(r: int, j: int) -> str:
+        b, h = divmod(r, heads)
+        part = part_of(insp, j)
+        share = insp.heads[r].shares._asdict()[part]
+        lead = t("inside.cell_row", b=b + 1, h=h + 1, c=insp.tokens[j], w=num(rows[r, j]),
+                 part=t(f"inside.part_{part}"))
+        return explain.sum_of(lead, rf"s^{{({b + 1},{h + 1})}}_\text{{{t('inside.sym_' + part)}}}",
+                              [float(rows[r, k]) for k in positions(insp, part)], share)
+
+    heatmap(rows, list(insp.tokens), labels, key=f"rows_{name}", explain=cell, zmin=0, zmax=1,
+            colorscale="Oranges", decimals=2)
+
+
+def shares_table(insp: Inspection) -> None:
+    """The measured shares per head, and an even spread's shares, side by side."""
+    sizes = {p: len(positions(insp, p)) for p in PARTS}
+    names = [t("inside.head_label", b=s.block + 1, h=s.head + 1) for s in insp.heads]
+    rows = [[num(v) for v in shares] for shares in (*(s.shares for s in insp.heads), insp.uniform)]
+    st.table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
+                          columns=[t(f"inside.col_{p}", n=sizes[p]) for p in PARTS]))
+    st.caption(t("inside.spans", reason="".join(insp.tokens[j] for j in insp.reason_positions),
+                 item="".join(insp.tokens[j] for j in insp.item_positions) or "—"))
+
+
+with stage_page("inside", uses_device=True):
+    device = device_name()
+    found: dict[str, Inspection] = {}
+    for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
+        with column:
+            asked = text(name, t(f"inside.{name}"), default, MAX_CHARS, help=t("inside.q_help"))
+            with shown_errors():
+                found[name] = inspect(device, asked)
+                answer(found[name])
+    trained = trained_model(device)
+    s, ev = trained.settings, trained.config["heldout"]
+    st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
+                 steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],
+                 n=ev["n"], device=device.upper()))
+    extra = [w for insp in found.values() for w in (insp.example.item, insp.example.reason) if w]
+    gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + tuple(extra))
+
+    section(t("inside.probs_title"))
+    running = inspect(device, Q1)
+    first, word = running.first_token, running.word
+    number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
+                              p2=num(word.merchant / first.merchant)),
+                    word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
+                                     p2=num(word.merchant / first.merchant, 4),
+                                     p=num(word.merchant, 4)))
+    st.markdown(t("inside.probs_lead"))
+    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+        if name in found:
+            insp = found[name]
+            with column:
+                st.markdown(f"**{insp.question}**")
+                bars(list(PAYERS[:2]), {
+                    t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
+                    t("inside.word"): [insp.word.merchant, insp.word.buyer]},
+                    key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
+
+    section(t("inside.where_title"))
+    even, reason_shares = running.uniform.reason, [h.shares.reason for h in running.heads]
+    verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
+    choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),
+                              r=len(running.reason_positions), reason=running.example.reason),
+                    [t("inside.ex_all_more"), t("inside.ex_all_less"), t("inside.ex_mixed")],
+                    correct=verdict, explanation=t("inside.ex_explain", shares=", ".join(
+                        num(x) for x in reason_shares), even=num(even)))
+    st.markdown(t("inside.where_lead"))
+    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+        if name in found:
+            with column:
+                st.markdown(f"**{found[name].question}**")
+                answering_rows(found[name], name)
+                shares_table(found[name])
+    st.info(t("inside.not_why"), icon=":material/school:")
+
+    section(t("inside.full_title"))
+    if found:
+        shown = found[choice("which", t("inside.which"), list(found), next(iter(found)),
+                             format_func=lambda n: found[n].question, options_shrink=True)]
+        st.caption(t("inside.full_lead", n=len(shown.tokens), last=shown.tokens[-1]))
+        layers, heads = shown.attention.shape[:2]
+        for b in range(layers):
+            for h, column in zip(range(heads), st.columns(heads), strict=True):
+                with column:
+                    heatmap(shown.attention[b, h], list(shown.tokens), list(shown.tokens),
+                            key=f"full_{b}_{h}", zmin=0, zmax=1, colorscale="Oranges",
+                            title=t("inside.head_label", b=b + 1, h=h + 1))
