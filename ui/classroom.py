@@ -38,7 +38,10 @@ _PRESENTER_CSS = """<style>
 
 # Arrow keys: previous / next stage (presenter view); N / B: next / previous step.
 # Keys typed into an input, or pressed on a focused slider, are left alone.
-_KEYS_JS = """<script>
+# On a narrow screen (a phone): numbers that no longer fit their heatmap cell get a
+# smaller font, or none when even that is too wide (a tap on the cell explains it), and
+# a formula wider than its column is scaled down to fit (it scrolls beyond 60 %).
+_CLIENT_JS = """<script>
 if (!window.__tinyformerKeys) {
   window.__tinyformerKeys = true;
   document.addEventListener("keydown", (event) => {
@@ -57,6 +60,55 @@ if (!window.__tinyformerKeys) {
     if (event.key === "n" || event.key === "N") press('[class*="-step-next"] button');
     if (event.key === "b" || event.key === "B") press('[class*="-step-back"] button');
   });
+  const fitHeatmap = (chart) => {
+    const labels = [...chart.querySelectorAll(".heatmap-label text")];
+    const image = chart.querySelector(".heatmaplayer image");
+    if (!labels.length || !image) return;
+    const columns = new Set(labels.map((t) => t.getAttribute("x"))).size || 1;
+    const cell = image.getBBox().width / columns;
+    let widest = 0;
+    for (const label of labels) {
+      label.style.display = "";
+      label.style.fontSize = label.dataset.size || (label.dataset.size = label.style.fontSize);
+      widest = Math.max(widest, label.getComputedTextLength());
+    }
+    if (widest <= cell * 0.92) return;
+    const size = parseFloat(labels[0].dataset.size) * (cell * 0.92) / widest;
+    for (const label of labels) {
+      if (size >= 8) label.style.fontSize = size + "px";
+      else label.style.display = "none";
+    }
+  };
+  const fitFormula = (box) => {
+    const inner = box.querySelector(".katex");
+    if (!inner) return;
+    inner.style.fontSize = "";
+    if (box.scrollWidth <= box.clientWidth + 1) return;
+    inner.style.fontSize = Math.max(60, 100 * box.clientWidth / box.scrollWidth) + "%";
+  };
+  let pending = false;
+  const fitAll = () => {
+    pending = false;
+    document.querySelectorAll(".js-plotly-plot").forEach(fitHeatmap);
+    document.querySelectorAll(".katex-display").forEach(fitFormula);
+  };
+  const later = () => { if (!pending) { pending = true; requestAnimationFrame(fitAll); } };
+  new MutationObserver(later).observe(document.body, { childList: true, subtree: true });
+  // Plotly turns a first tap into a hover only; one tap on a cell should explain it, so
+  // a tap on a chart is replayed as the mouse click Plotly selects on.
+  document.addEventListener("touchend", (event) => {
+    const area = event.target.closest && event.target.closest(".js-plotly-plot .nsewdrag");
+    if (!area || event.changedTouches.length !== 1) return;
+    const { clientX, clientY } = event.changedTouches[0];
+    const init = { bubbles: true, cancelable: true, clientX, clientY, button: 0, view: window };
+    setTimeout(() => {
+      area.dispatchEvent(new MouseEvent("mousemove", init));
+      area.dispatchEvent(new MouseEvent("mousedown", init));
+      area.dispatchEvent(new MouseEvent("mouseup", init));
+      area.dispatchEvent(new MouseEvent("click", init));
+    }, 30);
+  }, { passive: true });
+  window.addEventListener("resize", later);
 }
 </script>"""
 
@@ -92,7 +144,7 @@ def page_chrome() -> None:
     """Once per run: presenter styles (when on) and the keyboard handler."""
     if presenting():
         st.html(_PRESENTER_CSS)
-    st.html(_KEYS_JS, unsafe_allow_javascript=True)
+    st.html(_CLIENT_JS, unsafe_allow_javascript=True)
 
 
 # --- Sharing -------------------------------------------------------------------------------

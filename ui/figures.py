@@ -72,8 +72,10 @@ def heatmap_figure(
         "hovertemplate": "%{customdata[0]} → %{customdata[1]}: %{customdata[2]}<extra></extra>",
     }
     axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
+    # Many columns (a strip of 32 query heads): upright labels would overlap.
+    x_ticks = {"tickangle": -90, "tickfont": {"size": 10}} if n_cols > 16 else {}
     layout = {
-        "xaxis": {**axis, "tickvals": list(range(n_cols)), "ticktext": list(x_labels),
+        "xaxis": {**axis, **x_ticks, "tickvals": list(range(n_cols)), "ticktext": list(x_labels),
                   "side": "top", "title": {"text": x_title}, "range": [-0.5, n_cols - 0.5]},
         "yaxis": {**axis, "tickvals": list(range(n_rows)), "ticktext": list(y_labels),
                   "range": [n_rows - 0.5, -0.5], "title": {"text": y_title}},
