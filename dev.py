@@ -66,9 +66,12 @@ def main() -> None:
     run.add_argument("--address", default="localhost",
                      help="0.0.0.0 serves the classroom's local network")
     run.add_argument("--cold", action="store_true", help="skip the warm-up")
-    room = commands.add_parser("class", help="set up, then start one app process per core "
-                               "behind nginx (docs/deploy.md); other arguments go to "
-                               "deploy/classroom.py (e.g. --upstream HOST:PORT)")
+    room = commands.add_parser(
+        "class", help="set up, then start one app process per core behind nginx",
+        description="One warmed app process per core behind Debian's nginx (sticky "
+        "sessions); Ctrl-C stops everything. Other arguments go to deploy/classroom.py: "
+        "--upstream HOST:PORT (processes on other machines), --run-dir DIR, --no-restart, "
+        "--cold, --show-upstream. See docs/deploy.md.")
     room.add_argument("--processes", type=int, help="Streamlit processes (default: one "
                       "per core)")
     room.add_argument("--port", type=int, default=8501)

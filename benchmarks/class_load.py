@@ -141,6 +141,15 @@ def _kib(value: str | None) -> float:
     return float(value.split()[0]) if value else 0.0
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (every core, every process)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        # user nice system idle iowait irq softirq steal: all but idle and iowait
+        return (sum(fields[:8]) - fields[3] - fields[4]) / CLOCK_TICKS
+    return 0.0
+
+
 def streamlit_children(supervisor: int) -> dict[str, int]:
     """The class server's Streamlit processes: upstream address -> pid."""
     found = {}
@@ -176,6 +185,7 @@ class Sampler(threading.Thread):
         self.first = group_usage(server.pgid)
         self.peak = Usage(**vars(self.first))
         self.series: dict[str, list[Sample]] = {}
+        self.machine: list[tuple[float, float]] = []  # (at, busy seconds so far)
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -196,6 +206,7 @@ class Sampler(threading.Thread):
         peak.threads = max(peak.threads, usage.threads)
         peak.processes = max(peak.processes, usage.processes)
         at = time.monotonic() - self.phase.start if self.phase.start else -1.0
+        self.machine.append((at, machine_busy_s()))
         for name, pid in self.server.processes().items():
             one = process_usage(pid)
             if one.processes:
@@ -289,9 +300,10 @@ def open_tab(server: Server, timeout: float, cookie: str = "") -> Iterator[tuple
                  subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
                  additional_headers=headers, max_size=None, open_timeout=timeout,
                  close_timeout=2) as socket:
-        process = (socket.response.headers.get(nginx.UPSTREAM_HEADER, "?") if server.proxy
-                   else next(iter(server.single)))
-        yield Tab(socket, server.port, timeout), process
+        # nginx names every process it tried, the one that answered last.
+        tried = (socket.response.headers.get(nginx.UPSTREAM_HEADER, "?") if server.proxy
+                 else next(iter(server.single)))
+        yield Tab(socket, server.port, timeout), tried.split(",")[-1].strip()
 
 
 # --- One learner ----------------------------------------------------------------------
@@ -732,27 +744,45 @@ def report_processes(learners: list[Learner], series: dict[str, list[Sample]],
                  "cores busy", "RSS first MiB", "peak", "last"), rows, total=False)
 
 
-def report_timeline(learners: list[Learner], series: dict[str, list[Sample]],
-                    seconds: float, every: float) -> None:
-    """Latency, errors and each process's memory, window by window."""
+def _rate(points: list[tuple[float, float]], start: float, end: float) -> float | None:
+    """How fast a cumulative count grew between the samples nearest `start`, `end`."""
+    inside = [(at, value) for at, value in points if start <= at <= end]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def report_timeline(learners: list[Learner], sampler: Sampler, seconds: float,
+                    every: float) -> None:
+    """Latency, errors, CPU and each process's memory, window by window. The machine
+    may be shared: `others` is its busy cores less the server's (this client, about
+    0.05 core, included), so a slow window can be told from a busy machine."""
+    series = sampler.series
     names = sorted(series)
-    print(f"\nover time (windows of {every:g} s; RSS MiB of each process at the window's end):")
+    print(f"\nover time (windows of {every:g} s; cores busy: the server's Streamlit "
+          "processes, and the rest of the machine; RSS MiB of each process at the "
+          "window's end):")
     rows = []
     start = 0.0
     while start < seconds - 1e-9:
         end = min(seconds, start + every)
         times = [r.ms for learner in learners for r in learner.reruns if start <= r.at < end]
         failed = sum(1 for learner in learners for f in learner.failed if start <= f.at < end)
+        server = sum(rate for name in names if (rate := _rate(
+            [(s.at, s.cpu_s) for s in series[name]], start, end)) is not None)
+        machine = _rate(sampler.machine, start, end)
         memory = []
         for name in names:
             inside = [s.rss_mib for s in series[name] if s.at < end]
             memory.append(f"{inside[-1]:.0f}" if inside else "-")
         rows.append((f"{start:.0f}-{end:.0f}", str(len(times)), str(failed),
                      fmt(statistics.median(times) if times else None),
-                     fmt(percentile(times, 0.95)), *memory))
+                     fmt(percentile(times, 0.95)), f"{server:.2f}",
+                     "-" if machine is None else f"{max(0.0, machine - server):.2f}",
+                     *memory))
         start = end
-    print_table(("seconds", "reruns", "fail", "median ms", "p95 ms", *names), rows,
-                total=False)
+    print_table(("seconds", "reruns", "fail", "median ms", "p95 ms", "server", "others",
+                 *names), rows, total=False)
 
 
 def report_drift(series: dict[str, list[Sample]], seconds: float) -> None:
@@ -828,7 +858,8 @@ def report_kill(learners: list[Learner], phase: Phase, probes: list[Probe],
 
 
 def report_resources(before: Usage, at_start: Usage, after: Usage, peak: Usage,
-                     seconds: float, client_cpu: float, sessions: int) -> None:
+                     seconds: float, client_cpu: float, sessions: int,
+                     machine: float | None) -> None:
     cores = len(os.sched_getaffinity(0))
     server_cpu = after.cpu_s - at_start.cpu_s
     growth = peak.rss_mib - before.rss_mib
@@ -837,6 +868,11 @@ def report_resources(before: Usage, at_start: Usage, after: Usage, peak: Usage,
           f"(opening the sessions: {at_start.cpu_s - before.cpu_s:.1f} s)")
     print(f"benchmark's own CPU in that time (client, same machine): {client_cpu:.1f} s = "
           f"{client_cpu / seconds:.2f} cores")
+    if machine is not None:
+        others = max(0.0, machine - (server_cpu + client_cpu) / seconds)
+        print(f"the rest of the machine in that time: {others:.2f} cores busy"
+              + (" (a shared machine: these latencies are not this server's alone)"
+                 if others > 0.25 else ""))
     print(f"server memory (RSS, its whole process group, read every {SAMPLE_EVERY:g} s): "
           f"{before.rss_mib:.0f} MiB before the class, peak {peak.rss_mib:.0f} MiB "
           f"(+{growth:.0f} MiB, about {growth / sessions:.1f} MiB a session), "
@@ -936,11 +972,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     report(learners, pages, opened_s, seconds)
     report_processes(learners, sampler.series, seconds)
-    report_timeline(learners, sampler.series, seconds, args.every)
+    report_timeline(learners, sampler, seconds, args.every)
     if args.soak or args.seconds >= 300:
         report_drift(sampler.series, seconds)
     report_resources(sampler.first, at_start, after, sampler.peak, seconds, client_cpu,
-                     args.sessions)
+                     args.sessions, _rate(sampler.machine, 0.0, seconds))
     return 0
 
 
