@@ -109,6 +109,15 @@ if (!window.__tinyformerKeys) {
     }, 30);
   }, { passive: true });
   window.addEventListener("resize", later);
+  // On a phone the open sidebar covers the page: close it once a stage is chosen.
+  document.addEventListener("click", (event) => {
+    if (window.innerWidth > 640) return;
+    if (!(event.target.closest && event.target.closest('[data-testid="stSidebar"] a'))) return;
+    setTimeout(() => {
+      const close = document.querySelector('[data-testid="stSidebarCollapseButton"] button');
+      if (close) close.click();
+    }, 60);
+  });
 }
 </script>"""
 
