@@ -16,7 +16,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 WORDS = ("苹果", "梨", "动漫")
 COLOURS = {"苹果": "#2f9e44", "梨": "#66a80f", "动漫": "#d6336c"}
@@ -67,7 +67,7 @@ with stage_page("embeddings"):
                     [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
                     correct=1, explanation=t("embeddings.ex_choice_explain"))
 
-    st.subheader(t("embeddings.plane_title"))
+    section(t("embeddings.plane_title"))
     st.markdown(t("embeddings.plane_lead"))
     axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
     left, right = st.columns([2, 3])
@@ -109,7 +109,7 @@ with stage_page("embeddings"):
     st.markdown(t("embeddings.which_is_which"))
     st.caption(t("embeddings.real_widths"))
 
-    st.subheader(t("embeddings.whiten_title"))
+    section(t("embeddings.whiten_title"))
     st.markdown(t("embeddings.whiten_lead"))
     left, right = st.columns(2)
     with left:

@@ -13,7 +13,7 @@ from ui.fmt import num, plain
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
 WORDS = ("苹果", "梨", "动漫", "动物")
@@ -60,7 +60,7 @@ with stage_page("ngram"):
     number_exercise("trigram", t("ngram.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
                     tri.probability, explain.formula(t("ngram.ex_number_steps"), p_latex(tri)))
 
-    st.subheader(t("ngram.count_title"))
+    section(t("ngram.count_title"))
     st.markdown(t("ngram.count_lead", lines=len(sequences), chars=sum(map(len, sequences)),
                   v=len(vocab)))
     st.expander(t("ngram.corpus_show")).text("\n".join(sequences))
@@ -99,7 +99,7 @@ with stage_page("ngram"):
             zmin=0, zmax=1, colorscale="Greens", height=260)
     st.caption(t("ngram.article_names"))
 
-    st.subheader(t("ngram.limits_title"))
+    section(t("ngram.limits_title"))
     pear = model[2].explain("吃", "梨")
     choice_exercise("pear", t("ngram.ex_choice"),
                     [t("ngram.ex_zero"), t("ngram.ex_like_apple"), t("ngram.ex_needs_more")],
@@ -136,7 +136,7 @@ with stage_page("ngram"):
     st.caption(t("ngram.size_corpus", v=cover.vocab_size, n=tn, possible=f"{cover.possible:,}",
                  seen=f"{cover.seen:,}", pct=share))
 
-    st.subheader(t("ngram.onehot_title"))
+    section(t("ngram.onehot_title"))
     st.markdown(t("ngram.onehot_lead", v=f"{v_size:,}", components=counted("components", v_size)))
     hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
     left, right = st.columns(2)

@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
 W_DEFAULTS = {"q": [[-1, 0], [0, 1], [0, 0]], "k": [[0, 1], [1, 0], [0, 2]],
@@ -55,7 +55,7 @@ def average_cell(who: str, sentence, j: int) -> str:
 with stage_page("qkv"):
     st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     gloss(TAIL4)
-    st.subheader(t("qkv.inputs_title"))
+    section(t("qkv.inputs_title"))
     if toggle("rand", t("qkv.random"), False):
         with st.container(horizontal=True, gap="large"):
             d = number("d", t("qkv.d"), 2, 16, 8, gesture="slider")
@@ -83,7 +83,7 @@ with stage_page("qkv"):
     dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
 
     # --- Q, K and V side by side, and the formula for one row --------------------------
-    st.subheader(t("qkv.qkv_title"))
+    section(t("qkv.qkv_title"))
     st.markdown(t("qkv.qkv_lead"))
     places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
     for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):
@@ -108,7 +108,7 @@ with stage_page("qkv"):
                                 proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
     choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"), t("qkv.ex_c")],
                     correct=1, explanation=t("qkv.ex_explain"))
-    st.subheader(t("qkv.scores_title"))
+    section(t("qkv.scores_title"))
     st.markdown(t("qkv.scores_lead"))
     left, right = st.columns(2)
     with left:
@@ -118,7 +118,7 @@ with stage_page("qkv"):
     st.info(t("qkv.v_note"), icon=":material/output:")
 
     # --- Why mix at all: 运费 in both questions ------------------------------------------
-    st.subheader(t("qkv.why_title"))
+    section(t("qkv.why_title"))
     gloss(Q1_WORDS + Q2_WORDS)
     with shown_errors():
         cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),

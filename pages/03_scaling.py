@@ -14,7 +14,7 @@ from ui.formula import formula
 from ui.hand_example import hand_example_inputs
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
-from ui.page import stage_link, stage_page
+from ui.page import section, stage_link, stage_page
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
@@ -33,7 +33,7 @@ def cosine(value: float, name: str) -> str:
 
 with stage_page("scaling"):
     # --- By hand: q = [1, 0] against k_A = [1, 0] and k_B = [0, 1] -------------------
-    st.subheader(t("scaling.hand_title"))
+    section(t("scaling.hand_title"))
     q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
     hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
     st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
@@ -56,14 +56,14 @@ with stage_page("scaling"):
                   scaled=vec(hand.weights_scaled), dk=hand.d_k))
 
     # --- Why the variance is d_k: predict first, then derive, then measure ----------
-    st.subheader(t("scaling.why_title"))
+    section(t("scaling.why_title"))
     number_exercise("var", t("scaling.ex_var_question"), 256.0, t("scaling.ex_var_steps"),
                     tolerance=0.5, decimals=1)
     st.markdown(t("scaling.why"))
     formula(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
             r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 
-    st.subheader(t("scaling.exp_title"))
+    section(t("scaling.exp_title"))
     exercise = st.container()  # predict first: filled once the sweep is measured
     st.markdown(t("scaling.exp_lead", keys=KEYS, rows=f"{PAIRS // KEYS:,}", pairs=f"{PAIRS:,}"))
     left, right = st.columns([4, 1], vertical_alignment="bottom")
@@ -103,7 +103,7 @@ with stage_page("scaling"):
             icon=":material/straighten:")
 
     # --- Saturation: the share of nearly one-hot rows as d_k grows -------------------
-    st.subheader(t("scaling.sat_title"))
+    section(t("scaling.sat_title"))
     st.markdown(t("scaling.sat_lead", threshold=scaling.SATURATED, keys=KEYS,
                   rows=f"{exp.n_queries:,}"))
     shares = {t("scaling.hist_raw"): runs.saturated_raw,

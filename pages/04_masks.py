@@ -14,7 +14,7 @@ from ui.fmt import num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import stage_link, stage_page
+from ui.page import section, stage_link, stage_page
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
 INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next token
@@ -35,7 +35,7 @@ with stage_page("masks"):
                     explanation=t("masks.ex_explain"))
 
     # --- 1. Why: every position predicts the next token ------------------------------
-    st.subheader(t("masks.task_title"))
+    section(t("masks.task_title"))
     st.markdown(t("masks.task_lead", text="".join(TEXT)))
     gloss(TEXT)
     st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
@@ -47,7 +47,7 @@ with stage_page("masks"):
     st.markdown(t("masks.self_note", word=INPUTS[-1], target=TARGETS[-1], pos=len(INPUTS) - 1))
 
     # --- 2. The causal mask, as the matrix M added to the scores ---------------------
-    st.subheader(t("masks.causal_title"))
+    section(t("masks.causal_title"))
     st.markdown(t("masks.causal_lead"))
     causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
     left, right = st.columns([3, 2])
@@ -65,7 +65,7 @@ with stage_page("masks"):
     st.info(t("masks.parallel_note"), icon=":material/bolt:")
 
     # --- 3. Padding, and both masks together ----------------------------------------
-    st.subheader(t("masks.pad_title"))
+    section(t("masks.pad_title"))
     st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
     left, right = st.columns(2)
     with left:
@@ -86,7 +86,7 @@ with stage_page("masks"):
     st.caption(t("masks.real_block"))
 
     # --- 4. Scores after the mask, and the weights ----------------------------------
-    st.subheader(t("masks.scores_title"))
+    section(t("masks.scores_title"))
     exercise = st.container()  # predict first: filled once Q and K are known
     st.markdown(t("masks.scores_lead"))
     left, right = st.columns(2)

@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.hand_example import hand_example_inputs, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import stage_page
+from ui.page import section, stage_page
 from ui.reveal import Stepper
 
 with stage_page("softmax"):
@@ -24,7 +24,7 @@ with stage_page("softmax"):
                     explanation=t("softmax.ex_explain"))
 
     # --- The hand example: one query, two keys, two values ---------------------------
-    st.subheader(t("softmax.hand_title"))
+    section(t("softmax.hand_title"))
     q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
     with st.container(horizontal=True):
         st.button(t("softmax.preset_default"), on_click=set_hand_example,
@@ -65,7 +65,7 @@ with stage_page("softmax"):
         st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
 
     # --- All positions at once: the matrix form --------------------------------------
-    st.subheader(t("softmax.matrix_title"))
+    section(t("softmax.matrix_title"))
     st.markdown(t("softmax.matrix_lead"))
     gloss(TAIL4)
     cols = st.columns(3)

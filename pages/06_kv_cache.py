@@ -20,7 +20,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
 SYMBOLS = r"L \times H_{kv} \times d_{head} \times N \times 2 \times b"
@@ -61,12 +61,12 @@ with stage_page("kvcache"):
         + f"\n\n$$S_{{KV}} = {product((32, 8, 128, 8192, 2, 2), worked.total_bytes)}$$",
         tolerance=0.01, decimals=2)
 
-    st.subheader(t("kvcache.what_title"))
+    section(t("kvcache.what_title"))
     st.markdown(t("kvcache.what"))
     formula(r"S_{KV} = " + SYMBOLS)
     st.caption(t("kvcache.symbols"))
 
-    st.subheader(t("kvcache.calc_title"))
+    section(t("kvcache.calc_title"))
     st.markdown(t("kvcache.presets_lead"))
     with st.container(horizontal=True):
         for name in PRESETS:
@@ -103,7 +103,7 @@ with stage_page("kvcache"):
                      saved_h=human(sv.saved_bytes)), icon=":material/savings:")
     st.caption(t("kvcache.batch_note"))
 
-    st.subheader(t("kvcache.compare_title", n=exact(seq), b=nbytes))
+    section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
     caches = preset_caches(seq, nbytes)
     mib = [in_unit(c.total_bytes, "MiB") for c in caches.values()]
     bars(list(caches), {t("kvcache.mib"): mib}, key="presets", y_title=t("kvcache.mib"),

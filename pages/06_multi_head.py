@@ -19,7 +19,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 WIDTH, N = 8, len(TAIL6)
 APPLE = ("苹果", "放进", "冰箱", "，", "它", "会", "保鲜")  # the article's sentence
@@ -55,7 +55,7 @@ with stage_page("multihead"):
                     explanation=t("multihead.ex_explain"))
 
     # --- Heads split the width -------------------------------------------------------
-    st.subheader(t("multihead.split_title"))
+    section(t("multihead.split_title"))
     c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
     with c1:
         heads = choice("heads", t("multihead.heads"), [1, 2, 3, 4, 8], 2)
@@ -110,7 +110,7 @@ with stage_page("multihead"):
     gloss(APPLE)
 
     # --- GQA and MQA, run --------------------------------------------------------------
-    st.subheader(t("multihead.gqa_title"))
+    section(t("multihead.gqa_title"))
     number_exercise("groups", t("multihead.ex2_question"), kv_group_size(32, 8),
                     t("multihead.ex2_steps", g=kv_group_size(32, 8)), tolerance=0, decimals=0)
     choice_exercise("shared", t("multihead.ex3_question"),

@@ -14,7 +14,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 from ui.reveal import Stepper
 
 WORDS = ("我", "吃", "苹果")
@@ -87,7 +87,7 @@ with stage_page("positions"):
         if steps.shows(2):
             matched(plain, "out")
         if steps.shows(3):
-            st.subheader(t("positions.pe_title"))
+            section(t("positions.pe_title"))
             moved = next(w for w in range(len(WORDS)) if plain.order[w] != w)  # first word moved
             choice_exercise("pe", t("positions.ex_question"),
                             [t("positions.ex_same"), t("positions.ex_change"),
@@ -103,7 +103,7 @@ with stage_page("positions"):
             matched(with_pe, "pos", " (+ PE)")
 
     # --- The sinusoidal table ----------------------------------------------------------
-    st.subheader(t("positions.table_title"))
+    section(t("positions.table_title"))
     five = sinusoidal_row(5, 4)
     number_exercise("pe52", t("positions.ex2_question"), float(five.values[2]),
                     explain.formula(t("positions.ex2_steps"), pe_cell(5, 2, 4)))

@@ -16,7 +16,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number, toggle
 from ui.notes import shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 from ui.reveal import Stepper
 
 ROTATION = (r"R_\theta\begin{bmatrix}a\\ b\end{bmatrix} = \begin{bmatrix}a\cos\theta - "
@@ -62,7 +62,7 @@ def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
 
 
 with stage_page("rope"):
-    st.subheader(t("rope.hand_title"))
+    section(t("rope.hand_title"))
     left, right = st.columns([2, 3])
     with left:
         q, k = matrix_input("q", "q", [1, 0]), matrix_input("k", "k", [1, 0])
@@ -84,7 +84,7 @@ with stage_page("rope"):
             st.markdown(t("rope.lengths", q=num(pair.q_length), qr=num(pair.q_rot_length),
                           k=num(pair.k_length), kr=num(pair.k_rot_length), plain=num(pair.plain)))
 
-        st.subheader(t("rope.shift_title"))
+        section(t("rope.shift_title"))
         choice_exercise("shift", t("rope.ex_question"),
                         [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")], correct=1,
                         explanation=t("rope.ex_explain"))
@@ -109,7 +109,7 @@ with stage_page("rope"):
         st.caption(t("rope.relative_note", diff=short(b - a)))
 
     # --- Real RoPE: one frequency per pair ---------------------------------------------
-    st.subheader(t("rope.freq_title"))
+    section(t("rope.freq_title"))
     number_exercise("angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
                     explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
                                     rf"{num(pos.rope_frequencies(8)[1])},\quad 10\,\theta_1 = "
@@ -135,14 +135,14 @@ with stage_page("rope"):
                     rf"{p}\cdot\theta_{{{i}}} = {p}\cdot{num(theta[i], 4)} = "
                     rf"{num(run.angles[p, i], 4)}\ \text{{rad}} \to {num(turns[p, i], 1)}^\circ"))
 
-        st.subheader(t("rope.scores_title"))
+        section(t("rope.scores_title"))
         st.info(t("rope.random_qk"), icon=":material/casino:")
         for col, rotated in zip(st.columns(2), (False, True), strict=True):
             with col:
                 score_map(run, rotated, diverging(run.plain, run.rotated))
         st.caption(t("rope.same_note" if same else "rope.try_same"))
 
-        st.subheader(t("rope.half_title"))
+        section(t("rope.half_title"))
         cmp = pos.compare_pairings(run.q, run.k)
         st.markdown(t("rope.half", order=", ".join(map(str, cmp.order.tolist())),
                       same=num(cmp.gap_same), reordered=num(cmp.gap_reordered)))

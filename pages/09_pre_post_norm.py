@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_link, stage_page
+from ui.page import section, stage_link, stage_page
 from ui.reveal import Stepper
 
 FORMULAS = {  # two lines each, so that a formula fits half the page
@@ -87,7 +87,7 @@ with stage_page("prepost"):
         st.caption(t("prepost.setup", n=N_TOKENS, d=WIDTH, heads=HEADS, norm=NAMES[norm],
                      word=TAIL4[row]))
 
-        st.subheader(t("prepost.stack_title"))
+        section(t("prepost.stack_title"))
         st.markdown(t("prepost.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
         quiz = st.container()  # predict first: filled once the block count is known
         blocks = number("blocks", t("prepost.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")

@@ -16,7 +16,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 from ui.reveal import Stepper
 
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
@@ -51,7 +51,7 @@ def mean_of(values, squared: bool = False) -> str:
 
 
 with stage_page("residual"):
-    st.subheader(t("residual.res_title"))
+    section(t("residual.res_title"))
     left, right = st.columns(2)
     with left:
         x_res, fx = vector("x", "x", [2, 1]), vector("fx", "f(x)", [0.1, -0.2])
@@ -61,7 +61,7 @@ with stage_page("residual"):
                 rf"{col(res.output)}")
         st.markdown(t("residual.res_note", d=x_res.numel()))
 
-    st.subheader(t("residual.norm_title"))
+    section(t("residual.norm_title"))
     st.markdown(t("residual.norm_lead"))
     left, right = st.columns([3, 2])
     with left:
@@ -124,7 +124,7 @@ with stage_page("residual"):
             bars([f"x[{i + 1}]" for i in range(d)], series, key="compare", height=300,
                  y_title=t("residual.value"), y_range=(-span, span))
 
-        st.subheader(t("residual.eps_title"))
+        section(t("residual.eps_title"))
         st.markdown(t("residual.eps_lead"))
         with st.container(horizontal=True):
             for name, value in (("try_constant", "2"), ("try_zero", "0")):

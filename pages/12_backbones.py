@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_link, stage_page
+from ui.page import section, stage_link, stage_page
 from ui.reveal import Stepper
 
 SOURCE, TARGET, CHAT = "who pays the shipping ?", "运费 谁 承担", "请解释Transformer"
@@ -61,7 +61,7 @@ def self_step(number: int, who: str, att, words, said: str) -> None:
 
 with stage_page("backbones"):
     # --- 1. Three backbones, side by side ---------------------------------------------
-    st.subheader(t("backbones.side_title"))
+    section(t("backbones.side_title"))
     kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self),
              ("cross", PATTERN.cross))
     for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
@@ -75,7 +75,7 @@ with stage_page("backbones"):
     # --- 2. Cross-attention, with numbers ---------------------------------------------
     choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
         "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
-    st.subheader(t("backbones.cross_title"))
+    section(t("backbones.cross_title"))
     left, right = st.columns(2)
     words_help = t("backbones.words_help", n=backbones.MAX_TOKENS)
     with left:
@@ -142,7 +142,7 @@ with stage_page("backbones"):
             st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
 
     # --- 3. Why today's chat models are decoder-only ------------------------------------
-    st.subheader(t("backbones.why_title"))
+    section(t("backbones.why_title"))
     st.markdown(t("backbones.why", chat=CHAT))
     gloss(("请", "解释"))
     formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
