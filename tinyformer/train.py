@@ -1,4 +1,4 @@
-"""Train TinyDecoder on the customer-service corpus; save and load the trained model.
+"""Train TinyDecoder on the customer-service corpus (``python -m tinyformer.train``).
 
 The model reads characters (tinyformer.tokenizer.CharVocab), not BPE tokens: every
 token is one character, so 「运费」 stays two readable tokens, the reason's and the
@@ -14,81 +14,67 @@ token, whose floor stays well above 0 because the item in a question cannot be
 predicted, and over the answer's tokens alone, which falls towards 0 once the model
 has learned the rule.
 
-``python -m tinyformer.train`` trains the default settings and writes the shipped
-model (assets/model/: safetensors weights and a JSON config; loading never unpickles).
+The parts live in small modules, re-exported here: the settings and their bounds
+(train_settings), the training pairs and losses (train_data), greedy answers and
+held-out accuracy (answering), saving and loading (checkpoint). ``python -m
+tinyformer.train`` trains the default settings and writes the shipped model
+(assets/model/: safetensors weights and a JSON config; loading never unpickles).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 
-from tinyformer.corpus import (
-    ANSWER,
-    PAYER_WORDS,
-    Corpus,
-    Example,
-    Payer,
-    generate,
-    vocabulary,
+from tinyformer.answering import ANSWER_LENGTH, Evaluation, evaluate, greedy_answers, payer_named
+from tinyformer.checkpoint import (
+    CONFIG_FILE,
+    FORMAT,
+    MODEL_DIR,
+    WEIGHTS_FILE,
+    TrainedModel,
+    load_model,
+    save_model,
 )
+from tinyformer.corpus import Corpus, generate, vocabulary
 from tinyformer.errors import ParameterError
-from tinyformer.model import DecoderConfig, TinyDecoder
-from tinyformer.tokenizer import PAD_ID, CharVocab
+from tinyformer.model import TinyDecoder
+from tinyformer.tokenizer import CharVocab
+from tinyformer.train_data import (
+    IGNORE,
+    Batches,
+    encode_examples,
+    heldout_losses,
+    token_losses,
+)
+from tinyformer.train_settings import (
+    DEFAULT_SETTINGS,
+    DEVICES,
+    MAX_LENGTH,
+    SETTING_BOUNDS,
+    TrainSettings,
+    check_settings,
+)
 
-MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "model"
-WEIGHTS_FILE = "model.safetensors"
-CONFIG_FILE = "config.json"
-FORMAT = "tinyformer-trained-v1"
-MAX_LENGTH = 32  # positions of the model; the longest corpus text has 24 characters
-ANSWER_LENGTH = len(ANSWER.format(payer=PAYER_WORDS["merchant"]))  # 5: 商家承担。
+__all__ = [
+    "ANSWER_LENGTH", "CONFIG_FILE", "DEFAULT_SETTINGS", "DEVICES", "FORMAT", "IGNORE",
+    "MAX_LENGTH", "MODEL_DIR", "SETTING_BOUNDS", "WEIGHTS_FILE", "Batches", "Callback",
+    "Evaluation", "Progress", "StartingLoss", "TrainResult", "TrainSettings", "TrainedModel",
+    "as_trained", "build_model", "check_settings", "encode_examples", "evaluate",
+    "greedy_answers", "heldout_losses", "load_model", "main", "payer_named", "save_model",
+    "starting_loss", "train",
+]  # fmt: skip
+
 WEIGHT_DECAY = 0.01
-IGNORE = -100  # target value cross_entropy skips (padding)
-MAX_WEIGHTS_BYTES = 8 * 1024**2
-MAX_CONFIG_BYTES = 1024**2
-MAX_VOCAB = 4096
-
-# name: (low, high); ints unless the default is a float
-SETTING_BOUNDS: dict[str, tuple[float, float]] = {
-    "layers": (1, 4),
-    "width": (8, 128),
-    "heads": (1, 8),
-    "steps": (1, 3000),
-    "learning_rate": (1e-4, 0.05),
-    "seed": (0, 2**31 - 1),
-    "batch_size": (8, 256),
-}
-DEVICES = ("cpu", "cuda")
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """What a learner can change. Hashable, so equal settings can reuse a result."""
-
-    layers: int = 2  # decoder blocks
-    width: int = 32
-    heads: int = 2
-    steps: int = 300
-    learning_rate: float = 5e-3
-    seed: int = 0
-    batch_size: int = 32
-    device: str = "cpu"
-
-
-DEFAULT_SETTINGS = TrainSettings()
 
 
 @dataclass(frozen=True)
@@ -104,20 +90,6 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Evaluation:
-    """Greedy answers to questions: right when the answer names the right payer."""
-
-    n: int
-    correct: int  # the greedy continuation starts with the right payer (商家 / 买家)
-    exact: int  # the greedy continuation is the whole expected answer (商家承担。)
-    wrong: tuple[tuple[str, str, str], ...]  # (question, expected answer, greedy answer)
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.n if self.n else 0.0
-
-
-@dataclass(frozen=True)
 class TrainResult:
     model: TinyDecoder  # on the CPU, in eval mode
     vocab: CharVocab
@@ -130,110 +102,7 @@ class TrainResult:
     corpus: Corpus  # the split trained on
 
 
-@dataclass(frozen=True)
-class TrainedModel:
-    """A model loaded from disk, with its vocabulary and config."""
-
-    model: TinyDecoder
-    vocab: CharVocab
-    settings: TrainSettings
-    config: dict[str, Any]
-
-
 Callback = Callable[[Progress], bool | None]  # return True to stop training
-
-
-def check_settings(settings: TrainSettings) -> TrainSettings:
-    """Raise a keyed ParameterError for the first setting out of bounds; else return it."""
-    for field in fields(TrainSettings):
-        if field.name == "device":
-            continue
-        value = getattr(settings, field.name)
-        low, high = SETTING_BOUNDS[field.name]
-        is_float = isinstance(field.default, float)
-        kind_ok = isinstance(value, int | float) if is_float else isinstance(value, int)
-        if isinstance(value, bool) or not kind_ok or not math.isfinite(value):
-            raise ParameterError(
-                "train_setting_type",
-                f"{field.name} must be a {'number' if is_float else 'whole number'}, got {value!r}",
-                name=field.name,
-                value=str(value),
-            )
-        if not low <= value <= high:
-            raise ParameterError(
-                "train_setting_range",
-                f"{field.name} must be between {low} and {high}, got {value}",
-                name=field.name,
-                value=value,
-                low=low,
-                high=high,
-            )
-    if settings.width % settings.heads:
-        raise ParameterError(
-            "train_width_heads",
-            f"width {settings.width} cannot be split into {settings.heads} equal heads",
-            width=settings.width,
-            heads=settings.heads,
-        )
-    _check_device(settings.device)
-    return settings
-
-
-def _check_device(device: str) -> None:
-    if device not in DEVICES:
-        raise ParameterError(
-            "train_device_unknown",
-            f"device must be one of {DEVICES}, got {device!r}",
-            device=str(device),
-        )
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ParameterError(
-            "train_device_unavailable",
-            "CUDA was asked for, but no GPU is available",
-            device=device,
-        )
-
-
-# --- Data ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Batches:
-    """Examples as right-padded next-token pairs."""
-
-    inputs: torch.Tensor  # [B, L-1] ids, PAD_ID after each text's end
-    targets: torch.Tensor  # [B, L-1] the next id, IGNORE where nothing is to be predicted
-    answer: torch.Tensor  # [B, L-1] bool, True where the target is an answer token
-
-
-def encode_examples(examples: Sequence[Example], vocab: CharVocab) -> Batches:
-    """Right padding: a causal model's earlier positions never see the padding after them."""
-    length = max(len(ex.text) for ex in examples)
-    ids = torch.full((len(examples), length), PAD_ID, dtype=torch.int64)  # [B, L]
-    targets = torch.full((len(examples), length - 1), IGNORE, dtype=torch.int64)  # [B, L-1]
-    answer = torch.zeros(len(examples), length - 1, dtype=torch.bool)
-    for row, ex in enumerate(examples):
-        text_ids = torch.tensor(vocab.encode(ex.text).ids)
-        n = len(text_ids)
-        ids[row, :n] = text_ids
-        targets[row, : n - 1] = text_ids[1:]  # target at position i is token i + 1
-        answer[row, len(ex.question) - 1 : n - 1] = True  # from the question's last token on
-    return Batches(ids[:, :-1], targets, answer)
-
-
-def _token_losses(model: TinyDecoder, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    logits, _ = model(inputs)  # [B, L-1, V]
-    return F.cross_entropy(
-        logits.transpose(1, 2), targets, ignore_index=IGNORE, reduction="none"
-    )  # [B, L-1], 0 where ignored
-
-
-@torch.no_grad()
-def heldout_losses(model: TinyDecoder, data: Batches) -> tuple[float, float]:
-    """(mean loss over every target token, mean loss over the answers' tokens)."""
-    losses = _token_losses(model, data.inputs, data.targets)  # [B, L-1]
-    real = data.targets != IGNORE
-    return float(losses[real].mean()), float(losses[data.answer].mean())
 
 
 # --- Training -----------------------------------------------------------------------
@@ -307,8 +176,8 @@ def _train(
     corpus = corpus or generate()
     vocab = vocabulary()
     device = torch.device(settings.device)
-    train_data = _to(encode_examples(corpus.train, vocab), device)
-    heldout_data = _to(encode_examples(corpus.heldout, vocab), device)
+    train_data = encode_examples(corpus.train, vocab).to(device)
+    heldout_data = encode_examples(corpus.heldout, vocab).to(device)
     model = build_model(settings, len(vocab)).to(device).train()
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.learning_rate, weight_decay=WEIGHT_DECAY
@@ -320,7 +189,7 @@ def _train(
         _set_lr(optimizer, settings, step)
         rows = torch.randint(len(corpus.train), (settings.batch_size,), generator=sampler)
         rows = rows.to(device)
-        losses = _token_losses(model, train_data.inputs[rows], train_data.targets[rows])
+        losses = token_losses(model, train_data.inputs[rows], train_data.targets[rows])
         loss = losses.sum() / (train_data.targets[rows] != IGNORE).sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -360,162 +229,27 @@ def _report(
     )
 
 
-def _to(data: Batches, device: torch.device) -> Batches:
-    return Batches(data.inputs.to(device), data.targets.to(device), data.answer.to(device))
+class StartingLoss(NamedTuple):
+    """Where training starts: the untrained model's held-out loss beside an even guess."""
+
+    vocab: int  # V: tokens the model chooses among at every position
+    even: float  # ln V: the cross-entropy of an even spread over V tokens
+    heldout: float  # the untrained model's mean held-out loss over every target token
 
 
-# --- Answering ----------------------------------------------------------------------
+def starting_loss(settings: TrainSettings, corpus: Corpus | None = None) -> StartingLoss:
+    """The loss before the first step: the model train() starts from, on the held-out set."""
+    check_settings(settings)
+    vocab = vocabulary()
+    data = encode_examples((corpus or generate()).heldout, vocab)
+    model = build_model(settings, len(vocab)).eval()
+    return StartingLoss(len(vocab), math.log(len(vocab)), heldout_losses(model, data)[0])
 
 
-def payer_named(answer: str) -> Payer | None:
-    """The payer an answer starts with: 商家 -> merchant, 买家 -> buyer, else None."""
-    for payer, word in PAYER_WORDS.items():
-        if answer.startswith(word):
-            return payer  # type: ignore[return-value]
-    return None
-
-
-@torch.no_grad()
-def greedy_answers(
-    model: TinyDecoder, vocab: CharVocab, questions: Sequence[str], n_new: int = ANSWER_LENGTH
-) -> list[str]:
-    """Each question continued by n_new argmax tokens (questions of one length batched)."""
-    answers: dict[int, str] = {}
-    by_length: dict[int, list[int]] = {}
-    for i, question in enumerate(questions):
-        by_length.setdefault(len(question), []).append(i)
-    for length, rows in by_length.items():
-        if length == 0:
-            raise ParameterError("trained_question_empty", "a question is empty")
-        if length + n_new - 1 > model.max_length:
-            raise ParameterError(
-                "train_answer_too_long",
-                f"a {length}-character question plus {n_new} new tokens exceeds the "
-                f"model's {model.max_length} positions",
-                length=length,
-                n_new=n_new,
-                limit=model.max_length,
-            )
-        ids = torch.tensor([vocab.encode(questions[i]).ids for i in rows])  # [b, n]
-        for _ in range(n_new):
-            logits, _ = model(ids)  # [b, n, V]
-            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-        for i, row in zip(rows, ids[:, length:].tolist(), strict=True):
-            answers[i] = vocab.decode(row)
-    return [answers[i] for i in range(len(questions))]
-
-
-def evaluate(model: TinyDecoder, vocab: CharVocab, examples: Sequence[Example]) -> Evaluation:
-    """Greedy-answer every example; count answers naming the right payer."""
-    answers = greedy_answers(model, vocab, [ex.question for ex in examples])
-    correct = exact = 0
-    wrong = []
-    for ex, answer in zip(examples, answers, strict=True):
-        right = payer_named(answer) == ex.payer
-        correct += right
-        exact += answer == ex.answer
-        if not right:
-            wrong.append((ex.question, ex.answer, answer))
-    return Evaluation(len(examples), correct, exact, tuple(wrong))
-
-
-# --- Saving and loading -------------------------------------------------------------
-
-
-def save_model(result: TrainResult, directory: Path = MODEL_DIR) -> tuple[Path, Path]:
-    """Write the weights (safetensors) and a JSON config; returns both paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    weights_path, config_path = directory / WEIGHTS_FILE, directory / CONFIG_FILE
-    state = {k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()}
-    save_file(state, str(weights_path), metadata={"format": FORMAT})
-    last = result.history[-1]
-    config = {
-        "format": FORMAT,
-        "model": result.model.config.to_dict(),
-        "vocab_tokens": list(result.vocab.tokens),
-        "settings": asdict(result.settings),
-        "corpus": {
-            "seed": result.corpus.seed,
-            "heldout_fraction": result.corpus.heldout_fraction,
-            "train": len(result.corpus.train),
-            "heldout": len(result.corpus.heldout),
-        },
-        "heldout": {
-            "n": result.heldout.n,
-            "correct": result.heldout.correct,
-            "exact": result.heldout.exact,
-            "accuracy": result.heldout.accuracy,
-        },
-        "final_losses": {
-            "step": last.step,
-            "train": last.train_loss,
-            "heldout": last.heldout_loss,
-            "heldout_answer": last.heldout_answer_loss,
-        },
-        "torch": torch.__version__,
-        "weights_sha256": _sha256(weights_path),
-    }
-    config_path.write_text(json.dumps(config, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    return weights_path, config_path
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def load_model(directory: Path = MODEL_DIR) -> TrainedModel:
-    """Load weights and config (safetensors and JSON: nothing is unpickled), checked."""
-    weights_path, config_path = directory / WEIGHTS_FILE, directory / CONFIG_FILE
-    for path, limit in ((weights_path, MAX_WEIGHTS_BYTES), (config_path, MAX_CONFIG_BYTES)):
-        if not path.is_file():
-            raise ParameterError("trained_model_missing", f"{path} does not exist", path=str(path))
-        if path.stat().st_size > limit:
-            raise ParameterError(
-                "trained_model_too_large",
-                f"{path} has {path.stat().st_size} bytes, more than {limit}",
-                path=str(path),
-                limit=limit,
-            )
-    config = _read_config(config_path)
-    if _sha256(weights_path) != config["weights_sha256"]:
-        raise _bad_model(f"{weights_path} is not the file its config describes")
-    model = TinyDecoder(DecoderConfig.from_dict(config["model"]))
-    try:
-        model.load_state_dict(load_file(str(weights_path)), strict=True)
-    except RuntimeError as err:  # names or shapes differ from this TinyDecoder
-        raise _bad_model(f"the weights do not fit TinyDecoder: {err}") from err
-    model.eval()
-    for param in model.parameters():
-        param.requires_grad_(False)
-    settings = TrainSettings(**config["settings"])
-    return TrainedModel(model, CharVocab(tuple(config["vocab_tokens"])), settings, config)
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        config = json.loads(path.read_text("utf-8"))
-        sizes = DecoderConfig.from_dict(config["model"])  # checks names, types and bounds
-        settings = check_settings(TrainSettings(**config["settings"]))
-        tokens = config["vocab_tokens"]
-        ok = (
-            config["format"] == FORMAT
-            and sizes.vocab == len(tokens) <= MAX_VOCAB
-            and all(isinstance(t, str) for t in tokens)
-            and sizes.max_length <= 4 * MAX_LENGTH
-            and sizes.causal
-            and (sizes.width, sizes.heads, sizes.layers)
-            == (settings.width, settings.heads, settings.layers)
-            and isinstance(config["weights_sha256"], str)
-        )
-    except (ValueError, KeyError, TypeError) as err:
-        raise _bad_model(f"{path} is not a valid model config: {err}") from err
-    if not ok:
-        raise _bad_model(f"{path} is not a valid model config")
-    return config
-
-
-def _bad_model(message: str) -> ParameterError:
-    return ParameterError("trained_model_invalid", message)
+def as_trained(result: TrainResult) -> TrainedModel:
+    """A training result in the shape load_model returns (for the probe and answers)."""
+    config = {"settings": asdict(result.settings), "steps_done": result.steps_done}
+    return TrainedModel(result.model, result.vocab, result.settings, config)
 
 
 # --- Command line -------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import string
 import tomllib
@@ -22,6 +23,8 @@ from tinyformer.train import (
     SETTING_BOUNDS,
     WEIGHTS_FILE,
     TrainSettings,
+    as_trained,
+    build_model,
     check_settings,
     encode_examples,
     evaluate,
@@ -30,6 +33,7 @@ from tinyformer.train import (
     load_model,
     payer_named,
     save_model,
+    starting_loss,
     train,
 )
 
@@ -136,6 +140,31 @@ def test_evaluate_counts_answers_that_name_the_right_payer(tiny_result, small_co
     assert ev.exact == sum(a == e.answer for a, e in pairs)
     assert ev.n == len(examples) and len(ev.wrong) == ev.n - ev.correct
     assert ev.accuracy == ev.correct / ev.n
+
+
+@pytest.mark.parametrize("settings", [TINY, replace(TINY, layers=1, width=8, heads=1, seed=3)])
+def test_starting_loss_is_the_untrained_models_heldout_cross_entropy(settings, small_corpus):
+    start = starting_loss(settings, small_corpus)
+    vocab = vocabulary()
+    data = encode_examples(small_corpus.heldout, vocab)
+    with torch.no_grad():
+        logits, _ = build_model(settings, len(vocab)).eval()(data.inputs)  # [B, L-1, V]
+    expected = F.cross_entropy(logits.flatten(0, 1), data.targets.flatten(), ignore_index=IGNORE)
+    assert start.heldout == pytest.approx(float(expected), rel=1e-5)
+    assert start.vocab == len(vocab) and start.even == pytest.approx(math.log(len(vocab)))
+    assert abs(start.heldout - start.even) < 0.5  # near an even guess (the page says so)
+
+
+def test_starting_loss_checks_its_settings() -> None:
+    with pytest.raises(ParameterError) as err:
+        starting_loss(replace(TINY, width=18, heads=4))
+    assert err.value.key == "train_width_heads"
+
+
+def test_as_trained_wraps_the_result_for_the_probe(tiny_result) -> None:
+    trained = as_trained(tiny_result)
+    assert trained.model is tiny_result.model and trained.vocab is tiny_result.vocab
+    assert trained.settings == TINY and trained.config["steps_done"] == TINY.steps
 
 
 def test_payer_named() -> None:
@@ -260,7 +289,9 @@ def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_pat
 
 # --- translations ----------------------------------------------------------------------
 
-OWN_MODULES = ("corpus", "bpe", "train", "probe")
+OWN_MODULES = (
+    "corpus", "bpe", "train", "train_settings", "train_data", "answering", "checkpoint", "probe"
+)
 
 
 def _raised_keys() -> set[str]:

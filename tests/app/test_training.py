@@ -1,0 +1,216 @@
+"""Stage 13.1 in AppTest: settings, a live training, reuse, the queue and the Stop path.
+
+Trainings here are tiny (12 steps of a 1-block, width-8 model) so each takes well under
+a second of CPU. What the page sends while it runs (the live curve, the queue message)
+is recorded by wrapping DeltaGenerator.plotly_chart / .info, which placeholders call:
+AppTest itself only keeps the last state of each element. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from tests.app.conftest import (
+    answer,
+    assert_clean,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+    text_above,
+)
+from tinyformer import train as tr
+from tinyformer.corpus import RUNNING_EXAMPLE
+from tinyformer.probe import probe
+from ui.fmt import num
+from ui.i18n import catalogue
+from ui.training_slot import DIRECTORY_ENV, training_slot
+
+PAGE = "pages/13_training.py"
+TRAIN = "_training.train"
+LIMIT_S = 30.0  # the longest any test waits for a held slot to be released
+TINY = {"training.layers": "1", "training.heads": "1", "training.width": "8",
+        "training.steps": "12", "training.lr": "0.01"}
+
+
+def text(lang: str, key: str, **values) -> str:
+    return catalogue(lang)[key].format(**values)
+
+
+def before_seconds(lang: str, key: str, **values) -> str:
+    """A message up to its measured seconds, which no test can know."""
+    return catalogue(lang)[key].split("{s}")[0].format(**values)
+
+
+def tiny(seed: int) -> tuple[dict[str, str], tr.TrainSettings]:
+    """Link parameters and the settings they mean; each test its own seed, so a result
+    cached by another test is never mistaken for this one's."""
+    settings = tr.TrainSettings(layers=1, heads=1, width=8, steps=12, learning_rate=0.01,
+                                seed=seed)
+    return {**TINY, "training.seed": str(seed)}, settings
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """What placeholders sent during a run: live curves (their point counts) and infos.
+    hooks["chart"](count) / hooks["info"](body) run in the script thread before sending."""
+    record = {"charts": [], "infos": [], "hooks": {}}
+    chart, info = DeltaGenerator.plotly_chart, DeltaGenerator.info
+
+    def plotly_chart(self, figure, *args, **kwargs):
+        record["charts"].append(len(figure.data[0].x))
+        record["hooks"].get("chart", lambda n: None)(len(figure.data[0].x))
+        return chart(self, figure, *args, **kwargs)
+
+    def info_(self, body, *args, **kwargs):
+        record["infos"].append(body)
+        record["hooks"].get("info", lambda b: None)(body)
+        return info(self, body, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "plotly_chart", plotly_chart)
+    monkeypatch.setattr(DeltaGenerator, "info", info_)
+    return record
+
+
+@pytest.fixture
+def slot(monkeypatch, tmp_path):
+    """The machine's training queue, in a folder of this test alone."""
+    monkeypatch.setenv(DIRECTORY_ENV, str(tmp_path / "queue"))
+    training_slot.cache_clear()
+    yield training_slot()
+    training_slot.cache_clear()
+
+
+def test_defaults(lang):
+    at = open_page(PAGE, lang)
+    assert_clean(at)
+    shown = page_text(at)
+    start = tr.starting_loss(tr.DEFAULT_SETTINGS)
+    assert f"**{num(start.heldout)}**" in shown and text(lang, "kit.random_weights") in shown
+    assert num(start.even) not in text_above(at, "_training.ex.even.value")  # predict first
+    assert text(lang, "training.ex_explain") not in shown
+    keys = [b.key for b in at.button]
+    assert TRAIN in keys and "_training.stop" not in keys  # Stop appears only while training
+
+
+def test_training_draws_a_growing_curve_then_the_results(sent):
+    params, settings = tiny(seed=101)
+    at = open_page(PAGE, "en", params=params)
+    assert f"**{num(tr.starting_loss(settings).heldout)}**" in page_text(at)  # the link's
+    at.button(TRAIN).click().run()
+    assert_clean(at)
+    assert sent["charts"] == list(range(1, 13))  # one more point at every report
+    expected = tr.train(settings, report_every=1)  # the same run, outside the page
+    shown = page_text(at)
+    assert before_seconds("en", "training.trained", steps=12) in shown
+    for p in expected.history:
+        assert num(p.heldout_loss) in shown and num(p.heldout_answer_loss) in shown
+    ev = expected.heldout
+    assert text("en", "training.correct_of", correct=ev.correct, n=ev.n,
+                pct=num(100 * ev.accuracy, 1)) in shown
+    seen = probe(tr.as_trained(expected), RUNNING_EXAMPLE)
+    assert text("en", "training.answer_cell", answer=seen.greedy_answer,
+                m=num(seen.word.merchant), b=num(seen.word.buyer)) in shown
+    shipped = tr.load_model()
+    assert text("en", "training.correct_of", correct=shipped.config["heldout"]["correct"],
+                n=490, pct=num(100 * shipped.config["heldout"]["accuracy"], 1)) in shown
+    assert text("en", "training.generated") in shown
+
+
+def test_the_same_settings_reuse_the_result_in_another_session(sent):
+    params, _ = tiny(seed=102)
+    first = open_page(PAGE, "en", params=params)
+    first.button(TRAIN).click().run()
+    assert sent["charts"]  # it trained
+    sent["charts"].clear()
+    second = open_page(PAGE, "zh", params=params)  # another learner
+    second.button(TRAIN).click().run()
+    assert_clean(second)
+    assert sent["charts"] == []  # nothing trained again
+    shown = page_text(second)
+    assert before_seconds("zh", "training.reused", steps=12) in shown
+    assert (tables(second)[0].values == tables(first)[0].values).all()  # the same curve
+
+
+def test_a_learner_who_asks_while_another_trains_sees_their_place(sent, slot, lang):
+    params, _ = tiny(seed=103 if lang == "zh" else 113)
+    held = slot.join()  # another learner's training holds the machine
+    fallback = threading.Timer(LIMIT_S, held.release)  # never hang, even if the page fails
+    fallback.start()
+    waiting = text(lang, "training.queue", ahead=1)
+    sent["hooks"]["info"] = lambda body: body == waiting and held.release()
+    try:
+        at = open_page(PAGE, lang, params=params)
+        at.button(TRAIN).click().run(timeout=LIMIT_S + 60)
+    finally:
+        fallback.cancel()
+        held.release()
+    assert_clean(at)
+    assert waiting in sent["infos"]  # shown while it waited
+    assert sent["charts"] == list(range(1, 13))  # then it trained, when its turn came
+    assert waiting not in page_text(at) and slot.live() == []
+
+
+def test_stop_interrupts_frees_the_slot_and_keeps_nothing(sent, slot):
+    params, _ = tiny(seed=104)
+
+    def press_stop(points: int) -> None:  # what the Stop button does: a rerun request
+        if points == 3:
+            ctx = get_script_run_ctx()
+            ctx.script_requests.request_rerun(RerunData(query_string=ctx.query_string,
+                                                        page_script_hash=ctx.page_script_hash))
+
+    sent["hooks"]["chart"] = press_stop
+    at = open_page(PAGE, "en", params=params)
+    at.button(TRAIN).click().run()
+    assert_clean(at)
+    assert sent["charts"][:3] == [1, 2, 3] and 12 not in sent["charts"]  # cut short
+    shown = page_text(at)
+    assert text("en", "training.stopped") in shown and "Trained:" not in shown
+    assert slot.live() == []  # the slot was released on the way out
+    del sent["hooks"]["chart"]
+    sent["charts"].clear()
+    at.button(TRAIN).click().run()  # nothing half-trained was kept: it trains afresh
+    assert sent["charts"] == list(range(1, 13))
+    shown = page_text(at)
+    assert before_seconds("en", "training.trained", steps=12) in shown
+    assert text("en", "training.stopped") not in shown
+
+
+def test_width_that_heads_cannot_split_is_one_message_and_the_page_goes_on(lang):
+    at = open_page(PAGE, lang)
+    at.slider("training.heads").set_value(3).run()
+    assert_clean(at)
+    assert [e.value for e in at.error] == [text(lang, "errors.train_width_heads", width=32,
+                                                heads=3)]
+    assert TRAIN not in [b.key for b in at.button]
+    at.number_input("_training.width~n").set_value(48).run()
+    assert not at.error and TRAIN in [b.key for b in at.button]
+    start = tr.starting_loss(replace(tr.DEFAULT_SETTINGS, heads=3, width=48))
+    assert f"**{num(start.heldout)}**" in page_text(at)
+
+
+def test_bad_link_values_fall_back_to_the_defaults_with_a_note(lang):
+    bad = {"training.width": "abc", "training.steps": "1e300", "training.lr": "nan",
+           "training.layers": "9", "training.heads": "-1", "training.seed": "2.5"}
+    at = open_page(PAGE, lang, params=bad)
+    assert_clean(at)
+    assert len(at.error) == len(bad)
+    start = tr.starting_loss(tr.DEFAULT_SETTINGS)
+    assert f"**{num(start.heldout)}**" in page_text(at)
+
+
+def test_exercises():
+    at = open_page(PAGE, "en")
+    reveal(at, "training.rule", 1)
+    assert text("en", "training.ex_explain") in at.success[0].value
+    answer(at, "training.even", 4.745)
+    assert "Right: 4.745" in page_text(at)
+    answer(at, "training.even", 1.0)
+    assert "the answer is 4.745" in page_text(at)
