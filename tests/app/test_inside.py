@@ -1,0 +1,171 @@
+"""Stage 13.2 (inside the trained model) in AppTest: the shipped model's answers, its
+P(商)/P(买) and P(商家)/P(买家), every head's answering row and the shares it adds up to,
+beside an even spread; typed questions, shared links, questions outside the corpus's
+pattern, both exercises and the cell explanations. Expected numbers come from
+tinyformer.probe on the shipped model and, independently, from a plain forward pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tests.app.conftest import (
+    _walk,
+    answer,
+    assert_clean,
+    click,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+    text_above,
+)
+from tinyformer.corpus import RUNNING_EXAMPLE, TWIN
+from tinyformer.probe import probe
+from tinyformer.train import load_model
+from ui.fmt import num
+from ui.i18n import catalogue
+
+PAGE = "pages/13_inside.py"
+OTHER = "衣服破损，运费谁承担？"  # a corpus question: merchant pays
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return load_model()
+
+
+def bar_texts(at) -> list[str]:
+    """The exact numbers written on the page's bar charts, in page order."""
+    texts = []
+    for node in _walk(at.main):
+        if node.type == "plotly_chart":
+            for trace in json.loads(node.proto.spec)["data"]:
+                if trace.get("type") == "bar":
+                    texts.extend(trace["text"])
+    return texts
+
+
+def expected_numbers(insp) -> list[str]:
+    rows = [num(v) for head in insp.heads for v in head.shares] + list(map(num, insp.uniform))
+    bars = [insp.first_token.merchant, insp.word.merchant, insp.first_token.buyer,
+            insp.word.buyer]
+    return rows + [f"{v:.4f}" for v in bars]
+
+
+@pytest.fixture(scope="module", params=("zh", "en"))
+def default_page(request):
+    return open_page(PAGE, request.param)
+
+
+def test_defaults_show_both_questions_measured(default_page, trained):
+    at = default_page
+    assert_clean(at)
+    assert at.title[0].value.startswith("13.2 · ")
+    text, bars = page_text(at), bar_texts(at)
+    assert "inside." not in text and "errors." not in text  # every key is translated
+    for question, words in ((RUNNING_EXAMPLE, "商家承担。"), (TWIN, "买家承担。")):
+        insp = probe(trained, question)
+        assert insp.greedy_answer == words and f"**{words}**" in text
+        for number in expected_numbers(insp):
+            assert number in text or number in bars
+    assert "487" in text and "490" in text and "1960" in text  # the shipped model's record
+
+
+def test_the_probabilities_agree_with_a_plain_forward_pass(default_page, trained):
+    ids = torch.tensor([trained.vocab.encode(RUNNING_EXAMPLE).ids])
+    with torch.no_grad():
+        probs = torch.softmax(trained.model(ids)[0][0, -1], -1)  # [V]
+    p_shang = float(probs[trained.vocab.encode("商").ids[0]])
+    p_mai = float(probs[trained.vocab.encode("买").ids[0]])
+    assert bar_texts(default_page)[:2] == [f"{p_shang:.4f}", f"{p_mai:.4f}"]
+
+
+def test_a_typed_question_and_its_shared_link_agree(trained):
+    at = open_page(PAGE)
+    at.text_input("inside.q2").input(OTHER).run()
+    assert_clean(at)
+    assert at.query_params["inside.q2"] == OTHER
+    insp = probe(trained, OTHER)
+    typed = page_text(at) + " ".join(bar_texts(at))
+    linked_at = open_page(PAGE, params={"inside.q2": OTHER})
+    linked = page_text(linked_at) + " ".join(bar_texts(linked_at))
+    for number in expected_numbers(insp):
+        assert number in typed and number in linked
+    assert f"**{insp.greedy_answer}**" in typed
+
+
+@pytest.mark.parametrize(("typed", "key"), [
+    ("", "trained_question_empty"),
+    ("请问abc，运费谁承担？", "trained_question_unknown"),
+    (RUNNING_EXAMPLE * 2 + "商品", "trained_question_too_long"),  # 30 characters
+    ("运费谁承担？", "trained_question_pattern"),
+])
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_questions_outside_the_pattern_get_one_message_and_no_answer(typed, key, lang):
+    at = open_page(PAGE, lang)
+    at.text_input("inside.q1").input(typed).run()
+    assert_clean(at)
+    assert len(at.error) == 1
+    start = catalogue(lang)[f"errors.{key}"].split("{")[0][:8]
+    assert at.error[0].value.startswith(start)
+    text = page_text(at)
+    assert "**商家承担。**" not in text  # no continuation for the refused question
+    assert "**买家承担。**" in text  # the other question still works
+
+
+def test_bad_link_values_fall_back_with_a_note(trained):
+    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"})
+    assert_clean(at)
+    assert len(at.error) == 2  # one note per bad value, each question back to its default
+    assert "**商家承担。**" in page_text(at)
+
+
+def test_number_exercise_chain_rule(trained):
+    insp = probe(trained, RUNNING_EXAMPLE)
+    at = open_page(PAGE)
+    assert num(insp.word.merchant) not in text_above(at, "_inside.ex.word.value")
+    answer(at, "inside.word", round(insp.word.merchant, 3))
+    assert len(at.success) == 1
+    assert f"= {num(insp.word.merchant, 4)}$" in explanations(at)
+    answer(at, "inside.word", 0.5)
+    assert len(at.warning) == 1
+
+
+def test_choice_exercise_compares_with_an_even_spread(trained):
+    insp = probe(trained, RUNNING_EXAMPLE)
+    shares = [h.shares.reason for h in insp.heads]
+    even = insp.uniform.reason
+    right = 0 if min(shares) > even else 1 if max(shares) < even else 2
+    at = open_page(PAGE)
+    assert num(shares[0]) not in text_above(at, "_inside.ex.even.choice")
+    reveal(at, "inside.even", right)
+    assert len(at.success) == 1 and num(shares[-1]) in at.success[0].value
+    reveal(at, "inside.even", (right + 1) % 3)
+    assert len(at.warning) == 1
+
+
+def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained):
+    insp = probe(trained, RUNNING_EXAMPLE)
+    at = open_page(PAGE, state=click(("inside.rows_q1", 2, 6)))  # block 2 head 1, 「题」
+    text = explanations(at)
+    row = insp.attention[1, 0, -1]
+    terms = " + ".join(num(float(row[j])) for j in insp.reason_positions)
+    assert f"{terms} = {num(insp.heads[2].shares.reason)}" in text
+    at = open_page(PAGE, params={"inside.rows_q2": "0,8"})  # 「谁」 in the twin: the rest
+    twin = probe(trained, TWIN)
+    assert f"= {num(twin.heads[0].shares.rest)}" in explanations(at)
+
+
+def test_every_block_and_head_of_the_chosen_question(trained):
+    at = open_page(PAGE)
+    at.radio("inside.which").set_value("q2").run()
+    assert_clean(at)
+    twin = probe(trained, TWIN)
+    # The four full matrices come last; 12 x 12 cells carry their numbers in the cells.
+    for frame, (b, h) in zip(tables(at)[-4:], [(0, 0), (0, 1), (1, 0), (1, 1)], strict=True):
+        assert frame.shape == (12, 12)
+        assert list(frame.iloc[-1]) == [num(float(v)) for v in twin.attention[b, h, -1]]
