@@ -1,0 +1,161 @@
+"""Stage 13.3 (generation with a K/V cache) in AppTest: the answer token by token, the
+new query against a cache that grows by one row a step, the cache switched off, the
+measured work each way, shared links, bad input everywhere, both exercises and the cell
+explanations. Expected numbers come from tinyformer.generate (itself checked against a
+plain forward pass and written-out multiply-adds in tests/unit/test_generate.py) and
+from train.greedy_answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.conftest import (
+    answer,
+    assert_clean,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    text_above,
+)
+from tinyformer.corpus import RUNNING_EXAMPLE, TWIN
+from tinyformer.generate import compare_cache, question_prompt
+from tinyformer.train import greedy_answers, load_model
+from ui.i18n import catalogue
+
+PAGE = "pages/13_generate.py"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return load_model()
+
+
+def work_numbers(trained, question: str, n_new: int) -> list[str]:
+    cmp = compare_cache(trained.model, question_prompt(trained, question), n_new)
+    a, b = cmp.cached.cumulative[-1].multiply_adds, cmp.recomputed.cumulative[-1].multiply_adds
+    per_step = [f"{s.work.multiply_adds:,}" for g in (cmp.cached, cmp.recomputed)
+                for s in g.steps]
+    return [*per_step, f"{a:,}", f"{b:,}", f"{b / a:.2f}"]
+
+
+@pytest.fixture(scope="module", params=("zh", "en"))
+def default_page(request):
+    return open_page(PAGE, request.param)
+
+
+def test_defaults_answer_token_by_token_and_count_the_work(default_page, trained):
+    at = default_page
+    assert_clean(at)
+    assert at.title[0].value.startswith("13.3 · ")
+    text = page_text(at)
+    assert "generate." not in text and "errors." not in text  # every key is translated
+    assert f"→ **{greedy_answers(trained.model, trained.vocab, [RUNNING_EXAMPLE])[0]}**" in text
+    for number in work_numbers(trained, RUNNING_EXAMPLE, 5):
+        assert number in text
+    assert "[1 × 16]" in text and "[15 × 16]" in text  # step 2: one new query, 15 K rows
+    lang = at.query_params["lang"]
+    assert catalogue(lang)["generate.not_advice"] in text
+
+
+def test_the_step_slider_walks_the_growing_cache():
+    at = open_page(PAGE)
+    at.select_slider("generate.step").set_value(1).run()
+    assert "[14 × 16]" in page_text(at)  # the prefill: 14 queries, 14 K rows
+    at.select_slider("generate.step").set_value(5).run()
+    assert_clean(at)
+    text = page_text(at)
+    assert "[1 × 16]" in text and "[18 × 16]" in text and "17 · 担 ★" in text
+    assert "16 · 承 ★" not in text  # an earlier row now comes from the cache
+    assert at.query_params["generate.step"] == "5"
+
+
+def test_without_the_cache_every_row_is_computed_again(trained):
+    at = open_page(PAGE)
+    at.toggle("generate.cache").set_value(False).run()
+    assert_clean(at)
+    text = page_text(at)
+    assert "[15 × 16]" in text and "[1 × 16]" not in text  # 15 queries at step 2
+    assert text.count("★") >= 15  # every K row and V row computed in this step
+    cmp = compare_cache(trained.model, question_prompt(trained, RUNNING_EXAMPLE), 5)
+    assert f"{cmp.logit_gaps[1]:.1e}" in at.success[0].value  # the same logits either way
+
+
+def test_more_tokens_another_question_and_the_shared_link_agree(trained):
+    at = open_page(PAGE)
+    at.text_input("generate.q").input(TWIN).run()
+    at.slider("generate.n").set_value(8).run()
+    assert_clean(at)
+    text = page_text(at)
+    linked = page_text(open_page(PAGE, params={"generate.q": TWIN, "generate.n": "8"}))
+    continuation = greedy_answers(trained.model, trained.vocab, [TWIN], 8)[0]
+    for page in (text, linked):
+        assert f"→ **{continuation}**" in page
+        for number in work_numbers(trained, TWIN, 8):
+            assert number in page
+    assert catalogue("en")["generate.beyond"].format(m=5) in text  # past the trained answer
+
+
+@pytest.mark.parametrize(("typed", "key"), [
+    ("", "trained_question_empty"),
+    ("商品有质量问题，运费谁负责？", "trained_question_unknown"),
+    (RUNNING_EXAMPLE * 2 + "商品", "trained_question_too_long"),
+    ("运费谁承担？", "trained_question_pattern"),
+])
+def test_bad_questions_get_one_translated_message(typed, key):
+    for lang in ("zh", "en"):
+        at = open_page(PAGE, lang)
+        at.text_input("generate.q").input(typed).run()
+        assert_clean(at)
+        assert len(at.error) == 1
+        assert at.error[0].value.startswith(catalogue(lang)[f"errors.{key}"].split("{")[0][:8])
+        assert "→ **" not in page_text(at)  # no answer is shown
+
+
+def test_bad_link_values_fall_back_with_a_note(trained):
+    at = open_page(PAGE, params={"generate.n": "99", "generate.step": "77",
+                                 "generate.cache": "maybe", "generate.block": "5",
+                                 "generate.head": "x"})
+    assert_clean(at)
+    assert len(at.error) == 5
+    assert work_numbers(trained, RUNNING_EXAMPLE, 5)[-1] in page_text(at)  # the defaults
+
+
+def test_a_step_past_the_new_length_falls_back_quietly():
+    at = open_page(PAGE, params={"generate.step": "5"})
+    at.slider("generate.n").set_value(3).run()
+    assert_clean(at)
+    assert len(at.error) == 0 and at.select_slider("generate.step").value == 2
+
+
+def test_choice_exercise():
+    at = open_page(PAGE)
+    reveal(at, "generate.rows", 0)
+    assert len(at.success) == 2  # the exercise and the equal-logits note
+    reveal(at, "generate.rows", 2)
+    assert len(at.warning) == 1
+
+
+def test_number_exercise_counts_rows_without_the_cache():
+    at = open_page(PAGE)
+    steps = "14 + 15 + 16 + 17 + 18"
+    assert steps not in text_above(at, "_generate.ex.total.value")
+    answer(at, "generate.total", 80)
+    assert len(at.success) == 2  # the exercise and the equal-logits note
+    assert f"{steps} = **80**" in explanations(at) and "14 + 1 + 1 + 1 + 1 = 18" in explanations(at)
+    answer(at, "generate.total", 18)
+    assert len(at.warning) == 1
+
+
+def test_cells_explain_where_their_row_came_from():
+    at = open_page(PAGE, params={"generate.k_map": "3,0"})
+    assert catalogue("en")["generate.cell_cached"].format(j=3, tok="质", made=1, k=2) \
+        in explanations(at)
+    at = open_page(PAGE, params={"generate.v_map": "14,2"})
+    assert catalogue("en")["generate.cell_new"].format(j=14, tok="商", k=2) in explanations(at)
+    at = open_page(PAGE, params={"generate.k_map": "3,0", "generate.cache": "false"})
+    assert "is computed again in step 2" in explanations(at)
+    at = open_page(PAGE, params={"generate.weights_map": "0,5"})
+    assert "a_{14,5}" in explanations(at) and r"\frac{e^{" in explanations(at)
+    at = open_page(PAGE, params={"generate.weights_map": "0,5", "generate.step": "1"})
+    assert r"a_{0,5} = e^{-\infty}" in explanations(at)  # the prefill's causal mask
