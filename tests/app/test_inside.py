@@ -169,3 +169,10 @@ def test_every_block_and_head_of_the_chosen_question(trained):
     for frame, (b, h) in zip(tables(at)[-4:], [(0, 0), (0, 1), (1, 0), (1, 1)], strict=True):
         assert frame.shape == (12, 12)
         assert list(frame.iloc[-1]) == [num(float(v)) for v in twin.attention[b, h, -1]]
+
+
+def test_a_link_asking_for_a_gpu_runs_on_the_cpu_with_a_note():
+    at = open_page(PAGE, params={"device": "cuda"})
+    assert_clean(at)
+    assert catalogue("en")["kit.no_cuda"] in [i.value for i in at.sidebar.info]
+    assert "Computed on CPU." in page_text(at) and "**商家承担。**" in page_text(at)
