@@ -159,3 +159,10 @@ def test_cells_explain_where_their_row_came_from():
     assert "a_{14,5}" in explanations(at) and r"\frac{e^{" in explanations(at)
     at = open_page(PAGE, params={"generate.weights_map": "0,5", "generate.step": "1"})
     assert r"a_{0,5} = e^{-\infty}" in explanations(at)  # the prefill's causal mask
+
+
+def test_a_link_asking_for_a_gpu_runs_on_the_cpu_with_a_note():
+    at = open_page(PAGE, params={"device": "cuda"})
+    assert_clean(at)
+    assert catalogue("en")["kit.no_cuda"] in [i.value for i in at.sidebar.info]
+    assert "computed on CPU" in page_text(at)
