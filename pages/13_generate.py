@@ -144,7 +144,7 @@ with stage_page("generate", uses_device=True):
             t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
             t("generate.without"): [w.multiply_adds for w in full.cumulative]},
             key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
-            markers=True, table=False, decimals=0)
+            markers=True, table=False, decimals=0, whole_x=True)
         a, b = cmp.cached.cumulative[-1].multiply_adds, full.cumulative[-1].multiply_adds
         st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
         st.caption(t("generate.work_note"))

@@ -91,8 +91,10 @@ def lines(
     height: int = 320,
     table: bool = True,
     decimals: int = 3,
+    whole_x: bool = False,
 ) -> None:
-    """Curves over a shared x (activation functions, loss, a sweep).
+    """Curves over a shared x (activation functions, loss, a sweep); whole_x: x counts
+    something (steps, blocks), so its ticks are whole numbers.
 
     marks: vertical dotted lines at named x values (the current setting, say). The
     exact numbers are in a table twin below (table=False when the page prints them).
@@ -111,7 +113,8 @@ def lines(
         notes.append({"x": at, "yref": "paper", "y": 1, "text": label, "showarrow": False,
                       "yanchor": "bottom", "font": {"size": 12}})
     extra = {"shapes": shapes, "annotations": notes,
-             "xaxis": {"type": "log"} if log_x else {},
+             "xaxis": {"type": "log"} if log_x else
+             ({"tickformat": "d", "dtick": max(1, len(x) // 10)} if whole_x else {}),
              "yaxis": {"range": list(y_range)} if y_range else {},
              "showlegend": len(series) > 1}
     _show(go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra)), key)
