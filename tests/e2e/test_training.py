@@ -1,0 +1,58 @@
+"""Stage 13.1 in headless Chromium: train small settings and watch the curve grow.
+
+The live curve is a Plotly figure the page redraws at every report; the test reads the
+number of points of its first trace from the browser (Plotly keeps the figure's data
+on the chart's element) while the training runs, and asserts that it grew step by
+step to one point per report. Bounded: the whole wait is at most TRAIN_TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ui.i18n import catalogue
+from ui.stages import STAGES
+
+from .conftest import Server
+from .test_browser import page_url, title, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+TRAIN_TIMEOUT_S = 180  # a busy 2-core machine; the same run takes ~5 s on an idle one
+STEPS, REPORTS = 200, 20  # the page reports every 10 steps for runs of 100 steps or more
+LINK = f"&training.steps={STEPS}&training.width=16&training.layers=1&training.seed=4242"
+POINTS = """() => Math.max(0, ...[...document.querySelectorAll(
+    '[data-testid="stPlotlyChart"] .js-plotly-plot')]
+    .map(gd => (gd.data || [{x: []}])[0].x.length))"""  # the longest curve on the page
+
+
+def test_training_in_the_browser_draws_a_growing_curve(server: Server, new_tab) -> None:
+    stage = next((s for s in STAGES if s.id == "training"), None)
+    if stage is None:
+        pytest.skip("the training page is not built")
+    texts = catalogue("en")
+    tab = new_tab()
+    tab.page.goto(page_url(server, stage, "en") + LINK)
+    wait_ready(tab, title(stage, "en"))
+    assert tab.page.evaluate(POINTS) == 0  # no curve before training
+
+    tab.page.get_by_role("button", name=texts["training.train"]).click()
+    done = texts["training.trained"].split("{steps}")[0] + str(STEPS)  # "Trained: 200"
+    seen, deadline = [], time.monotonic() + TRAIN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        seen.append(tab.page.evaluate(POINTS))
+        if tab.page.get_by_text(done).count():
+            break
+        tab.page.wait_for_timeout(100)
+    else:
+        pytest.fail(f"no '{done}' within {TRAIN_TIMEOUT_S} s; points seen: {sorted(set(seen))}")
+    wait_ready(tab)
+    growth = sorted(set(seen) - {0})
+    assert len(growth) >= 3, seen  # drawn several times while it trained, not once at the end
+    drawn = [n for n in seen if n]
+    assert drawn == sorted(drawn), seen  # the curve only ever grew
+    assert tab.page.evaluate(POINTS) == REPORTS  # the finished curve: one point per report
+    assert tab.page.locator('[data-testid="stException"]').count() == 0
+    assert tab.console_errors() == [], tab.console_errors()
