@@ -8,6 +8,11 @@ its display form shows the bytes themselves (``<E8 BF>``), never "�".
 
 GPT-2's byte-level convention stores each byte as one printable character (e.g. the
 byte 0x20, a space, as "Ġ"); ``token_bytes`` undoes that mapping.
+
+For teaching, ``first_merges(k)`` is the same tokenizer knowing only its first k merges
+(same vocabulary, same IDs), so a page can apply the merges one by one; ``merge_run``
+counts a text's tokens after each of them, and ``compare_cuts`` puts the character
+vocabulary's cut of a text beside the BPE's, with both round trips.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tinyformer.corpus import all_examples
+from tinyformer.corpus import all_examples, vocabulary
 from tinyformer.errors import ParameterError
+from tinyformer.tokenizer import CharVocab, Encoding
 
 DEFAULT_VOCAB_SIZE = 400
 VOCAB_SIZE_BOUNDS = (256, 4096)  # 256 = the bytes alone, no merge learned
@@ -52,6 +59,22 @@ class BPEEncoding:
     display: tuple[str, ...]  # [N] readable: text, with partial UTF-8 bytes as <E8 BF>
     n_bytes: tuple[int, ...]  # [N] how many UTF-8 bytes each token holds
     offsets: tuple[tuple[int, int], ...]  # [N] the characters of text each token touches
+    hex: tuple[str, ...] = ()  # [N] each token's bytes in hex: "E8 BF 90"
+    partial: tuple[bool, ...] = ()  # [N] True: the bytes are not whole UTF-8 characters
+
+    @property
+    def byte_spans(self) -> tuple[tuple[int, int], ...]:
+        """[N] each token's bytes [start, end) within the text's UTF-8 bytes."""
+        return _spans(self.n_bytes)
+
+    def covering(self, char_index: int) -> tuple[int, ...]:
+        """The tokens that hold some byte of the character at char_index."""
+        return tuple(i for i, (start, end) in enumerate(self.offsets) if start <= char_index < end)
+
+    def split_chars(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Characters whose bytes are spread over several tokens: (char index, tokens)."""
+        spread = ((c, self.covering(c)) for c in range(len(self.text)))
+        return tuple((c, tokens) for c, tokens in spread if len(tokens) > 1)
 
 
 @cache
@@ -83,14 +106,15 @@ def display_bytes(data: bytes) -> str:
     """Readable form of a byte string: whole UTF-8 characters as text, the rest as <XX ..>.
 
     Consecutive bytes that do not form a whole character are grouped into one
-    ``<E8 BF>``; a token never shows "�". Unprintable characters (newline) show as bytes.
+    ``<E8 BF>``; a token never shows "�". Unprintable characters (a newline) and
+    whitespace (a space would be an invisible token) show as bytes: ``<0A>``, ``<20>``.
     """
     parts: list[str] = []
     stray: list[int] = []
     i = 0
     while i < len(data):
         char, size = _char_at(data, i)
-        if char is None or not char.isprintable():
+        if char is None or not char.isprintable() or char.isspace():
             stray.append(data[i])
             i += 1
             continue
@@ -115,7 +139,21 @@ def _char_at(data: bytes, i: int) -> tuple[str | None, int]:
 
 
 def _hex(values: list[int]) -> str:
-    return "<" + " ".join(f"{b:02X}" for b in values) + ">"
+    return "<" + hex_bytes(bytes(values)) + ">"
+
+
+def hex_bytes(data: bytes) -> str:
+    """b"\xe8\xbf\x90" -> "E8 BF 90"."""
+    return " ".join(f"{b:02X}" for b in data)
+
+
+def is_whole_utf8(data: bytes) -> bool:
+    """Do these bytes form whole UTF-8 characters (no character cut at either end)?"""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def display_token(token: str) -> str:
@@ -129,7 +167,9 @@ class BPETokenizer:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self._tokenizer = tokenizer
         model = json.loads(tokenizer.to_str())["model"]
+        self._vocab: dict[str, int] = model["vocab"]
         self._merges = tuple(_merge(rank, pair) for rank, pair in enumerate(model["merges"]))
+        self._prefixes: dict[int, BPETokenizer] = {}  # first_merges(k), built once each
 
     @property
     def vocab_size(self) -> int:
@@ -156,14 +196,38 @@ class BPETokenizer:
         _check_text(text)
         enc = self._tokenizer.encode(text)
         raw = tuple(enc.tokens)
+        data = [token_bytes(t) for t in raw]
         return BPEEncoding(
             text=text,
             ids=tuple(enc.ids),
             tokens=raw,
             display=tuple(display_token(t) for t in raw),
-            n_bytes=tuple(len(token_bytes(t)) for t in raw),
+            n_bytes=tuple(len(d) for d in data),
             offsets=tuple(tuple(o) for o in enc.offsets),
+            hex=tuple(hex_bytes(d) for d in data),
+            partial=tuple(not is_whole_utf8(d) for d in data),
         )
+
+    def first_merges(self, k: int) -> BPETokenizer:
+        """The same tokenizer knowing only its first k merges (0: bytes only).
+
+        Hugging Face's BPE model applies the merges it knows, lowest rank first, as
+        the full tokenizer does; the vocabulary is the full one, so every ID means the
+        same token (the tokens of later merges are simply never produced).
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(self._merges):
+            raise ParameterError(
+                "bpe_merges_range",
+                f"k must be a whole number from 0 to {len(self._merges)}, got {k!r}",
+                value=str(k),
+                high=len(self._merges),
+            )
+        if k == len(self._merges):
+            return self
+        if k not in self._prefixes:
+            pairs = [(m.left, m.right) for m in self._merges[:k]]
+            self._prefixes[k] = BPETokenizer(_byte_level(models.BPE(self._vocab, pairs)))
+        return self._prefixes[k]
 
     def decode(self, ids: Sequence[int]) -> str:
         """IDs back to text; the bytes of all tokens are joined before UTF-8 decoding."""
@@ -208,10 +272,7 @@ def train_bpe(
             n=total,
             limit=MAX_TRAIN_CHARS,
         )
-    tokenizer = Tokenizer(models.BPE())
-    # add_prefix_space=False: no invented space, so decode(encode(s)) gives s back exactly
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer = _byte_level(models.BPE())
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=MIN_FREQUENCY,
@@ -220,6 +281,14 @@ def train_bpe(
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     return BPETokenizer(tokenizer)
+
+
+def _byte_level(model: models.BPE) -> Tokenizer:
+    tokenizer = Tokenizer(model)
+    # add_prefix_space=False: no invented space, so decode(encode(s)) gives s back exactly
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
 
 
 @cache
@@ -263,3 +332,84 @@ def _check_text(text: str) -> None:
             f"character {err.start + 1} cannot be written in UTF-8",
             position=err.start + 1,  # counted from 1, as a reader counts
         ) from err
+
+
+# --- Teaching views: the merges one by one, and two tokenizers side by side -------------
+
+
+@dataclass(frozen=True)
+class MergeRun:
+    """A text cut by the first k merges, for every k from 0 (bytes) to all of them."""
+
+    text: str
+    counts: tuple[int, ...]  # [K + 1] tokens after the first k merges (counts[0]: bytes)
+    uses: tuple[int, ...]  # [K] how often merge k (rank k) joins two pieces of this text
+
+    @property
+    def used(self) -> tuple[int, ...]:
+        """The ranks of the merges that change this text, in order."""
+        return tuple(rank for rank, n in enumerate(self.uses) if n)
+
+
+def merge_run(bpe: BPETokenizer, text: str) -> MergeRun:
+    """Encode the text with the first k merges for every k; each merge applied joins two
+    pieces into one, so the drop in the token count is how often it applied."""
+    _check_text(text)
+    counts = tuple(len(bpe.first_merges(k).encode(text).ids) for k in range(len(bpe.merges) + 1))
+    return MergeRun(text, counts, tuple(a - b for a, b in pairwise(counts)))
+
+
+@dataclass(frozen=True)
+class TwoCuts:
+    """One text cut by the character vocabulary and by the byte-level BPE."""
+
+    text: str
+    n_bytes: int  # UTF-8 bytes of the text: the tokens of a BPE without merges
+    chars: Encoding  # one token per character; characters it lacks become [UNK]
+    bpe: BPEEncoding
+    char_vocab: int  # entries of each vocabulary
+    bpe_vocab: int
+    char_decoded: str  # vocab.decode(chars.ids): an [UNK] cannot give its character back
+    bpe_decoded: str  # bpe.decode(bpe.ids): the bytes joined, then read as UTF-8
+    char_spans: tuple[tuple[int, int], ...]  # [N_chars] each character's bytes [start, end)
+
+    @property
+    def char_round_trip(self) -> bool:
+        return self.char_decoded == self.text
+
+    @property
+    def bpe_round_trip(self) -> bool:
+        return self.bpe_decoded == self.text
+
+
+def compare_cuts(
+    text: str, vocab: CharVocab | None = None, bpe: BPETokenizer | None = None
+) -> TwoCuts:
+    """Both cuts of one non-empty text (defaults: the corpus's character vocabulary and
+    the BPE trained on the same corpus), each decoded back."""
+    _check_text(text)
+    if not text:
+        raise ParameterError("bpe_text_empty", "the text is empty: type at least one character")
+    vocab = vocab or vocabulary()
+    bpe = bpe or corpus_bpe()
+    chars, pieces = vocab.encode(text), bpe.encode(text)
+    return TwoCuts(
+        text,
+        len(text.encode("utf-8")),
+        chars,
+        pieces,
+        len(vocab),
+        bpe.vocab_size,
+        vocab.decode(chars.ids),
+        bpe.decode(pieces.ids),
+        _spans(len(c.encode("utf-8")) for c in text),
+    )
+
+
+def _spans(sizes: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """[3, 2, 1] -> ((0, 3), (3, 5), (5, 6)): consecutive pieces laid along the bytes."""
+    spans, start = [], 0
+    for size in sizes:
+        spans.append((start, start + size))
+        start += size
+    return tuple(spans)

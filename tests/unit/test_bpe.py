@@ -13,14 +13,17 @@ from tokenizers import pre_tokenizers
 from tinyformer.bpe import (
     DEFAULT_VOCAB_SIZE,
     MAX_TEXT_CHARS,
+    compare_cuts,
     corpus_bpe,
     display_bytes,
     display_token,
+    merge_run,
     token_bytes,
     train_bpe,
 )
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, all_examples
+from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, all_examples, vocabulary
 from tinyformer.errors import ParameterError
+from tinyformer.tokenizer import UNK_ID
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
 ANY_BUT_SURROGATES = st.characters(exclude_categories=("Cs",))  # surrogates have no UTF-8
@@ -154,3 +157,113 @@ def test_bad_ids_and_long_texts_are_keyed_errors(bpe) -> None:
     with pytest.raises(ParameterError) as err:
         bpe.encode(b"\xe8")
     assert err.value.key == "bpe_text_type"
+
+
+# --- The merges one by one, and the two cuts side by side --------------------------------
+
+
+def _replay(bpe, text: str, k: int) -> list[str]:
+    """An independent reference: pre-tokenize as the tokenizer does, then apply merges
+    0..k-1 one after another, each everywhere, left to right (the training order)."""
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    out: list[str] = []
+    for word, _ in pre.pre_tokenize_str(text):
+        pieces = list(word)
+        for m in bpe.merges[:k]:
+            i, merged = 0, []
+            while i < len(pieces):
+                if i + 1 < len(pieces) and (pieces[i], pieces[i + 1]) == (m.left, m.right):
+                    merged.append(m.merged)
+                    i += 2
+                else:
+                    merged.append(pieces[i])
+                    i += 1
+            pieces = merged
+        out.extend(pieces)
+    return out
+
+
+@pytest.mark.parametrize("k", [0, 1, 5, 17, 60, 143])
+def test_first_merges_cut_like_replaying_the_merges_in_order(bpe, k: int) -> None:
+    texts = [ex.text for ex in all_examples()[::7]] + ["猫 运费 ok"]
+    short = bpe.first_merges(k)
+    for text in texts:
+        enc = short.encode(text)
+        assert list(enc.tokens) == _replay(bpe, text, k)
+        assert [bpe.token(i) for i in enc.ids] == list(enc.tokens)  # the same IDs as the full one
+        assert bpe.decode(enc.ids) == text
+
+
+def test_first_merges_ends_are_bytes_and_the_full_tokenizer(bpe) -> None:
+    assert bpe.first_merges(len(bpe.merges)) is bpe
+    assert bpe.first_merges(0).encode(RUNNING_EXAMPLE).n_bytes == (1,) * 42
+    assert bpe.first_merges(3) is bpe.first_merges(3)  # built once
+
+
+@pytest.mark.parametrize("k", [-1, 145, 2.0, True, "3"])
+def test_first_merges_bounds_are_a_keyed_error(bpe, k) -> None:
+    with pytest.raises(ParameterError) as err:
+        bpe.first_merges(k)
+    assert err.value.key == "bpe_merges_range" and err.value.values["high"] == 144
+
+
+@pytest.mark.parametrize("text", [RUNNING_EXAMPLE, TWIN, "猫 ok"])
+def test_merge_run_counts_the_tokens_after_every_merge(bpe, text: str) -> None:
+    run = merge_run(bpe, text)
+    assert len(run.counts) == len(bpe.merges) + 1 and len(run.uses) == len(bpe.merges)
+    assert run.counts[0] == len(text.encode("utf-8"))
+    assert run.counts[-1] == len(bpe.encode(text).ids)
+    for k in (0, 1, 19, 20, 77, 144):
+        assert run.counts[k] == len(bpe.first_merges(k).encode(text).ids)
+    assert sum(run.uses) == run.counts[0] - run.counts[-1]
+    assert all(n >= 0 for n in run.uses)
+    assert run.used == tuple(k for k in range(len(bpe.merges)) if run.counts[k] > run.counts[k + 1])
+
+
+def test_the_first_merge_applies_at_the_comma_and_the_question_mark(bpe) -> None:
+    first = bpe.merges[0]
+    assert token_bytes(first.merged) == b"\xef\xbc"
+    assert "，".encode()[:2] == "？".encode()[:2] == b"\xef\xbc"
+    assert merge_run(bpe, RUNNING_EXAMPLE).uses[0] == 2  # ，and ？
+
+
+def test_compare_cuts_on_the_running_example(bpe) -> None:
+    cuts = compare_cuts(RUNNING_EXAMPLE)
+    vocab = vocabulary()
+    assert cuts.chars == vocab.encode(RUNNING_EXAMPLE) and cuts.bpe == bpe.encode(RUNNING_EXAMPLE)
+    assert (cuts.char_vocab, cuts.bpe_vocab, cuts.n_bytes) == (len(vocab), 400, 42)
+    assert cuts.char_round_trip and cuts.bpe_round_trip
+    assert cuts.char_spans == tuple((3 * i, 3 * i + 3) for i in range(14))
+    assert cuts.bpe.byte_spans[-1][1] == 42
+    starts = [a for a, _ in cuts.bpe.byte_spans]
+    assert starts == [sum(cuts.bpe.n_bytes[:i]) for i in range(len(starts))]
+
+
+def test_unknown_characters_are_unk_for_characters_and_bytes_for_bpe(bpe) -> None:
+    cuts = compare_cuts("猫 运费")
+    assert cuts.chars.unknown == ("猫", " ") and cuts.chars.ids[:2] == (UNK_ID, UNK_ID)
+    assert not cuts.char_round_trip and cuts.char_decoded == "[UNK][UNK]运费"
+    assert cuts.bpe_round_trip
+    cat = [cuts.bpe.display[i] for i in cuts.bpe.covering(0)]
+    assert cat == ["<E7>", "<8C>", "<AB>"]  # 猫 = E7 8C AB, one byte token each
+    assert cuts.bpe.display[cuts.bpe.covering(1)[0]] == "<20>"  # a space shows as its byte
+    assert cuts.char_spans == ((0, 3), (3, 4), (4, 7), (7, 10))
+
+
+def test_split_characters_hex_and_partial_flags(bpe) -> None:
+    enc = bpe.encode(RUNNING_EXAMPLE)
+    assert enc.hex == tuple(token_bytes(t).hex(" ").upper() for t in enc.tokens)
+    # The running example has no "<" of its own: a display with one is a partial token.
+    assert enc.partial == tuple("<" in d for d in enc.display)
+    assert sum(enc.partial) == 9 and not any(enc.partial[i] for i in (0, 3, 9, 12, 13, 14))
+    split = dict(enc.split_chars())
+    assert set(split) == {1, 3, 4, 6}  # 品 质 量 题: each cut over several tokens
+    pin = b"".join(token_bytes(enc.tokens[i]) for i in split[1])
+    assert pin == "品".encode()
+
+
+@pytest.mark.parametrize("bad", ["", "运" * (MAX_TEXT_CHARS + 1)])
+def test_compare_cuts_refuses_empty_and_overlong_text(bad: str) -> None:
+    with pytest.raises(ParameterError) as err:
+        compare_cuts(bad)
+    assert err.value.key == ("bpe_text_empty" if not bad else "bpe_text_too_long")

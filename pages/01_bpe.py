@@ -1,0 +1,137 @@
+"""Stage 1.2: byte-level BPE learns its tokens from the corpus: one sentence, two cuts."""
+
+from html import escape
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from tinyformer.bpe import BPEEncoding, compare_cuts, corpus_bpe, hex_bytes, merge_run
+from tinyformer.tokenizer import UNK_ID
+from ui import state
+from ui.charts import PALETTE, lines
+from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.exercise import choice_exercise, number_exercise
+from ui.figures import png_config
+from ui.fmt import plain
+from ui.i18n import t
+from ui.inputs import number, text
+from ui.notes import shown_errors
+from ui.page import section, stage_page
+
+MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
+PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
+
+
+def use(sentence: str) -> None:  # a button's callback: the text box shows `sentence`
+    st.session_state["bpe.text"] = sentence
+
+
+def cut_table(tokens, ids, extra: dict | None = None) -> None:
+    """One column per token: the token, its ID (and more rows when given)."""
+    rows = {t("bpe.row_token"): list(tokens), t("bpe.row_id"): [str(i) for i in ids],
+            **(extra or {})}
+    st.table(pd.DataFrame(list(rows.values()), index=list(rows),
+                          columns=[str(j) for j in range(len(tokens))]))
+
+
+def byte_figure(key: str, n_bytes: int, *rows) -> None:
+    """Cuts laid along the sentence's bytes, one bar row per cut, so a token that cuts a
+    character shows. Each row: (name, tokens, ids, byte spans, partial flags, colour)."""
+    data = [{"type": "bar", "orientation": "h", "y": [name] * len(spans), "showlegend": False,
+             "base": [a for a, _ in spans], "x": [b - a for a, b in spans],
+             "text": [f"{escape(tok)}<br>{i}" for tok, i in zip(toks, ids, strict=True)],
+             "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
+             "marker": {"color": [PARTIAL if p else colour for p in partial],
+                        "line": {"color": "white", "width": 2}},
+             "hovertemplate": "%{text}<extra></extra>"}
+            for name, toks, ids, spans, partial, colour in rows]
+    layout = {"height": 210, "barmode": "overlay", "font": {"size": 14}, "dragmode": False,
+              "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+              "xaxis": {"range": [0, n_bytes], "title": {"text": t("bpe.byte_axis")}},
+              "yaxis": {"autorange": "reversed"}}
+    st.plotly_chart(go.Figure(data=data, layout=layout), key=state.private(key, "chart"),
+                    config=png_config(key), width="stretch")
+
+
+def bpe_row(name: str, enc: BPEEncoding) -> tuple:
+    return name, enc.display, enc.ids, enc.byte_spans, enc.partial, PALETTE[2]
+
+
+with stage_page("bpe"):
+    bpe = corpus_bpe()
+    section(t("bpe.cut_title"))
+    sentence = text("text", t("bpe.text_label", limit=MAX_LEN), Q1, MAX_LEN)
+    with st.container(horizontal=True):
+        for question in (Q1, Q2):
+            st.button(f"「{question}」", on_click=use, args=(question,))
+    gloss(Q1_WORDS + Q2_WORDS)
+    cuts = None
+    with shown_errors():
+        cuts = compare_cuts(sentence)
+        chars, pieces = cuts.chars, cuts.bpe
+        st.markdown(t("bpe.cut_lead", v=cuts.char_vocab, n=len(chars.ids), b=cuts.bpe_vocab,
+                      m=len(pieces.ids)))
+        byte_figure("bytes", cuts.n_bytes, (t("bpe.by_chars"), chars.tokens, chars.ids,
+                                            cuts.char_spans, [False] * len(chars.ids),
+                                            PALETTE[0]), bpe_row(t("bpe.by_bpe"), pieces))
+        for index, covering in cuts.bpe.split_chars()[:1]:  # one example is enough
+            st.caption(t("bpe.partial_note", char=plain(sentence[index]),
+                         hex=hex_bytes(sentence[index].encode()),
+                         parts=" + ".join(plain(pieces.display[i]) for i in covering)))
+        if chars.unknown:
+            where = " · ".join(f"「{plain(c)}」 → " + " ".join(plain(pieces.display[i]) for i in
+                               pieces.covering(sentence.index(c))) for c in chars.unknown)
+            st.warning(t("bpe.unknown", id=UNK_ID, where=where), icon=":material/help:")
+        with st.expander(t("bpe.as_tables"), expanded=True):
+            st.markdown(f"**{t('bpe.by_chars')}** · {t('bpe.count', n=len(chars.ids))}")
+            cut_table(chars.tokens, chars.ids)
+            st.markdown(f"**{t('bpe.by_bpe')}** · {t('bpe.count', n=len(pieces.ids))}")
+            cut_table(pieces.display, pieces.ids, {t("bpe.row_bytes"): list(pieces.hex)})
+        st.markdown(t("bpe.round_trip", text=plain(sentence), bpe=plain(cuts.bpe_decoded),
+                      chars=plain(cuts.char_decoded),
+                      bpe_ok=t(f"bpe.same_{cuts.bpe_round_trip}"),
+                      chars_ok=t(f"bpe.same_{cuts.char_round_trip}")))
+
+    # --- What BPE learned: its merges, in the order it learned them ----------------------
+    first = bpe.merges[0]
+    choice_exercise("first", t("bpe.ex_question", left=plain(first.left_display),
+                                right=plain(first.right_display)),
+                    [t("bpe.ex_a"), t("bpe.ex_b"), t("bpe.ex_c"), t("bpe.ex_d")], correct=0,
+                    explanation=t("bpe.ex_explain"))
+    section(t("bpe.merges_title"))
+    st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
+    run = merge_run(bpe, sentence) if cuts else None
+    st.dataframe(pd.DataFrame({
+        t("bpe.col_left"): [m.left_display for m in bpe.merges],
+        t("bpe.col_right"): [m.right_display for m in bpe.merges],
+        t("bpe.col_merged"): [m.merged_display for m in bpe.merges],
+        t("bpe.col_uses"): list(run.uses) if run else [0] * len(bpe.merges),
+    }).rename_axis(t("bpe.col_rank")), height=320, width="stretch")
+
+    # --- The merges one by one on the sentence ---------------------------------------------
+    if cuts is not None:
+        number_exercise("bytes", t("bpe.ex2_question"), cuts.n_bytes, t(
+            "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in cuts.char_spans),
+            n=cuts.n_bytes), tolerance=0, decimals=0)
+        section(t("bpe.steps_title"))
+        k = number("k", t("bpe.k_label", k=len(bpe.merges)), 0, len(bpe.merges), 0,
+                   gesture="both")
+        now = bpe.first_merges(k).encode(sentence)
+        st.markdown(t("bpe.after_k", k=k, n=len(now.ids), bytes=cuts.n_bytes))
+        if k:
+            merge = bpe.merges[k - 1]
+            st.markdown(t("bpe.last_merge", rank=k - 1, left=plain(merge.left_display),
+                          right=plain(merge.right_display), merged=plain(merge.merged_display),
+                          uses=t("bpe.uses", n=run.uses[k - 1]) if run.uses[k - 1]
+                          else t("bpe.unused")))
+        byte_figure("steps", cuts.n_bytes, bpe_row(t("bpe.first_k", k=k), now),
+                    bpe_row(t("bpe.by_bpe"), pieces))
+        with st.expander(t("bpe.as_table")):
+            cut_table(now.display, now.ids)
+        lines(list(range(len(run.counts))), {t("bpe.tokens"): run.counts}, key="curve",
+              x_title=t("bpe.k_axis"), y_title=t("bpe.tokens"), marks={f"k = {k}": k},
+              table=False, height=260, decimals=0)
+        st.caption(t("bpe.used", ranks=", ".join(map(str, run.used)), n=len(run.used),
+                     k=len(bpe.merges)))
+    st.info(t("bpe.model_note"), icon=":material/lightbulb:")
