@@ -932,8 +932,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def describe(args: argparse.Namespace, pages: list[tuple[str, str, str]]) -> str:
-    serving = (f"the class server, {plural(args.proxy, 'process')} behind nginx"
-               if args.proxy else "one Streamlit process")
+    processes = f"{args.proxy} process{'es' if args.proxy > 1 else ''}"
+    serving = (f"the class server, {processes} behind nginx" if args.proxy
+               else "one Streamlit process")
     kill = f"; kill one process at {args.kill_at:g} s" if args.kill_one else ""
     return (f"settings: {serving}; {plural(args.sessions, 'session')} over "
             f"{plural(len(pages), 'page')} ({', '.join(p[0] for p in pages)}), round robin; "
