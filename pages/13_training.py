@@ -14,7 +14,7 @@ from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 from ui.state import kit_key
 from ui.training_slot import QueueFull, training_slot
 
@@ -93,7 +93,7 @@ def answers(trained, ev) -> list[str]:  # held-out count, then both questions' a
 with stage_page("training"):
     left, right = st.columns([1, 2], gap="large")
     with left:
-        st.subheader(t("training.settings"))
+        section(t("training.settings"))
         layers = number("layers", t("training.layers"), *B["layers"], D.layers, gesture="slider")
         heads = number("heads", t("training.heads"), *B["heads"], D.heads, gesture="slider")
         width = number("width", t("training.width"), *B["width"], D.width, gesture="both",
@@ -134,7 +134,7 @@ with stage_page("training"):
                     [t(f"training.ex_{k}") for k in ("train", "heldout", "steps")], correct=1,
                     explanation=t("training.ex_explain"))
     if result is not None:
-        st.subheader(t("training.results"))
+        section(t("training.results"))
         st.warning(t("training.generated"), icon=":material/gavel:")
         st.markdown(t("training.accuracy", correct=result.heldout.correct, n=result.heldout.n,
                       pct=num(100 * result.heldout.accuracy, 1)))

@@ -138,23 +138,32 @@ def test_the_same_settings_reuse_the_result_in_another_session(sent):
     assert (tables(second)[0].values == tables(first)[0].values).all()  # the same curve
 
 
-def test_a_learner_who_asks_while_another_trains_sees_their_place(sent, slot, lang):
+def test_a_learner_who_asks_while_others_train_sees_their_place_move_up(sent, slot, lang):
     params, _ = tiny(seed=103 if lang == "zh" else 113)
-    held = slot.join()  # another learner's training holds the machine
-    fallback = threading.Timer(LIMIT_S, held.release)  # never hang, even if the page fails
-    fallback.start()
-    waiting = text(lang, "training.queue", ahead=1)
-    sent["hooks"]["info"] = lambda body: body == waiting and held.release()
+    ahead = [slot.join(), slot.join()]  # one learner trains, another waits before this one
+    fallbacks = [threading.Timer(LIMIT_S, ticket.release) for ticket in ahead]  # never hang
+    for timer in fallbacks:
+        timer.start()
+    places = {text(lang, "training.queue", ahead=n): n for n in (2, 1)}
+
+    def leave(body: str) -> None:  # each time the page shows a place, the first one finishes
+        if body in places:
+            ahead[2 - places[body]].release()
+
+    sent["hooks"]["info"] = leave
     try:
         at = open_page(PAGE, lang, params=params)
         at.button(TRAIN).click().run(timeout=LIMIT_S + 60)
     finally:
-        fallback.cancel()
-        held.release()
+        for timer, ticket in zip(fallbacks, ahead, strict=True):
+            timer.cancel()
+            ticket.release()
     assert_clean(at)
-    assert waiting in sent["infos"]  # shown while it waited
+    shown = [places[body] for body in sent["infos"] if body in places]
+    assert shown[0] == 2 and shown[-1] == 1 and shown == sorted(shown, reverse=True)
     assert sent["charts"] == list(range(1, 13))  # then it trained, when its turn came
-    assert waiting not in page_text(at) and slot.live() == []
+    assert all(body not in page_text(at) for body in places)  # gone once it trained
+    assert slot.live() == []
 
 
 def test_stop_interrupts_frees_the_slot_and_keeps_nothing(sent, slot):

@@ -289,9 +289,11 @@ def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_pat
 
 # --- translations ----------------------------------------------------------------------
 
+# The trained model's modules, whose keys trained.*.toml translates (tinyformer.bpe's page
+# keeps its newer keys in bpe.*.toml; tests/unit/test_error_keys.py checks every key).
 OWN_MODULES = (
-    "corpus", "bpe", "train", "train_settings", "train_data", "answering", "checkpoint", "probe"
-)
+    "corpus", "train", "train_settings", "train_data", "answering", "checkpoint", "probe",
+)  # fmt: skip
 
 
 def _raised_keys() -> set[str]:
@@ -304,7 +306,7 @@ def _raised_keys() -> set[str]:
 
 def test_every_error_key_is_translated_in_both_languages() -> None:
     keys = _raised_keys()
-    assert len(keys) > 20
+    assert len(keys) >= 19  # the pattern finds them (19 today)
     catalogues = {}
     for lang in ("zh", "en"):
         path = ROOT / "assets" / "i18n" / "staging" / f"trained.{lang}.toml"
