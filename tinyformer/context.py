@@ -15,7 +15,15 @@ No position embeddings are added here (positions are a later stage): they would 
 the two input rows differ by their position rows and hide the point. The weights are
 seeded random teaching data, never a reason for an answer.
 
-Shape letters: V vocabulary, N positions, d width.
+``compare_trained`` follows one character (the trained model reads characters, so 费
+stands for 运费) through the trained model in two questions: its token row, its
+position row, the block input, and after each block what attention added and the
+block's output; and, from every block and head, its attention row with the share that
+lands on the reason's characters, the item's and the rest (the spans of
+tinyformer.probe). Shares say where a head read, not why the model answers.
+
+Shape letters: V vocabulary, N positions, d width (w in the trained model), L blocks,
+H heads.
 """
 
 from __future__ import annotations
@@ -28,7 +36,9 @@ import torch
 from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
 from tinyformer.errors import ParameterError
 from tinyformer.masks import causal_mask
+from tinyformer.probe import PayerProbs, Shares, probe
 from tinyformer.projection import random_setup
+from tinyformer.train import TrainedModel
 
 MAX_WIDTH = 16  # bounds the width a learner can ask for
 MAX_WORDS = 32  # bounds each sentence
@@ -56,6 +66,11 @@ class Reading:
         """The words it may read: itself and those before it."""
         return self.words[: self.at + 1]
 
+    @property
+    def input_row(self) -> torch.Tensor:
+        """[d] the word's own input row."""
+        return self.x[self.at]
+
 
 @dataclass(frozen=True)
 class ContextComparison:
@@ -75,6 +90,7 @@ class ContextComparison:
     share_words: tuple[str, ...]  # [W] every word either sentence lets it read
     shares: torch.Tensor  # [W, d] each word's part of `difference`; rows sum to it
     share_weights: torch.Tensor  # [W, 2] the word's summed weight in a and in b
+    share_values: torch.Tensor  # [W, d] the word's value row (the same in a and b)
 
 
 def compare_in_context(words_a: Sequence[str], words_b: Sequence[str], word: str,
@@ -95,9 +111,11 @@ def compare_in_context(words_a: Sequence[str], words_b: Sequence[str], word: str
     a, b = (_reading(words, word, setup, row_of) for words in (words_a, words_b))
     gap = a.x[a.at] - b.x[b.at]  # [d]
     share_words, shares, share_weights = _shares(a, b)
+    share_values = setup.x[[row_of[w] for w in share_words]] @ setup.w_v  # [W, d]
     return ContextComparison(
         word, vocab, setup.x, setup.w_q, setup.w_k, setup.w_v, a, b, gap,
         int((gap != 0).sum()), a.output - b.output, share_words, shares, share_weights,
+        share_values,
     )
 
 
@@ -137,3 +155,91 @@ def _checked(words: Sequence[str], word: str) -> tuple[str, ...]:
 
 def _whole_in(value: object, lo: int, hi: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and lo <= value <= hi
+
+
+# --- The trained model: one character followed through every block -------------------
+
+
+@dataclass(frozen=True)
+class TrainedReading:
+    """One character of one question, followed through the trained model."""
+
+    question: str
+    tokens: tuple[str, ...]  # [N] one character per token
+    at: int  # the followed character's position (its first occurrence)
+    reason: tuple[int, ...]  # positions of the reason's characters
+    item: tuple[int, ...]  # positions of the item's characters (empty: no item named)
+    rows: torch.Tensor  # [S, w] its row at each stage of TrainedComparison.stages
+    scores: torch.Tensor  # [L * H, N] its masked scaled scores, block by block, head by head
+    weights: torch.Tensor  # [L * H, N] its attention rows (0 after `at`)
+    shares: tuple[Shares, ...]  # [L * H] each row's weight on reason, item and the rest
+    even: Shares  # what an even spread over the at + 1 readable positions would give
+    answer_probs: PayerProbs  # P(商), P(买) at the answering position (tinyformer.probe)
+
+    @property
+    def reason_text(self) -> str:
+        """The reason's characters: 有质量问题."""
+        return "".join(self.tokens[j] for j in self.reason)
+
+
+@dataclass(frozen=True)
+class TrainedComparison:
+    """One character in two questions, through the same trained model."""
+
+    char: str
+    stages: tuple[tuple[str, int | None], ...]  # [S] ("token", None) ... ("block", 1)
+    a: TrainedReading
+    b: TrainedReading
+    differ: tuple[int, ...]  # [S] how many of the w numbers of its row differ, per stage
+    largest: tuple[float, ...]  # [S] the largest |a - b| of its row, per stage
+    heads: int  # H
+
+    @property
+    def block_heads(self) -> tuple[tuple[int, int], ...]:
+        """[L * H] (block, head) of each attention row, 0-based, in the rows' order."""
+        return tuple(divmod(r, self.heads) for r in range(self.a.weights.shape[0]))
+
+    @property
+    def same_position(self) -> bool:
+        """Same position, same position row: then the block inputs are equal too."""
+        return self.a.at == self.b.at
+
+
+def compare_trained(trained: TrainedModel, question_a: str, question_b: str,
+                    char: str) -> TrainedComparison:
+    """Follow `char` through the trained model in both questions (each one of the
+    corpus's questions: tinyformer.probe refuses the others with a keyed error)."""
+    a, b = (_trained_reading(trained, q, char) for q in (question_a, question_b))
+    gaps = (a.rows - b.rows).abs()  # [S, w]
+    layers = len(trained.model.blocks)
+    stages = (("token", None), ("position", None), ("input", None),
+              *((kind, block) for block in range(layers) for kind in ("attention", "block")))
+    return TrainedComparison(char, stages, a, b, tuple(int(n) for n in (gaps > 0).sum(-1)),
+                             tuple(float(g) for g in gaps.amax(-1)), trained.model.heads)
+
+
+def _trained_reading(trained: TrainedModel, question: str, char: str) -> TrainedReading:
+    if len(char) != 1 or char not in question:
+        raise ParameterError("context_word_missing", f"{char!r} is not in {question!r}",
+                             word=char)
+    inspection = probe(trained, question)  # checks the question, finds the reason's span
+    at = question.index(char)
+    trace = trained.model.trace(torch.tensor(inspection.ids))
+    rows = [trace.token_rows[0, at], trace.position_rows[at], trace.x0[0, at]]
+    for block in trace.blocks:
+        rows += [block.attention.output[0, at], block.resid2[0, at]]  # [w] each
+    scores = torch.cat([blk.attention.masked[0, :, at] for blk in trace.blocks])  # [L * H, N]
+    weights = torch.cat([blk.attention.weights[0, :, at] for blk in trace.blocks])
+    reason, item = inspection.reason_positions, inspection.item_positions
+    even = torch.zeros(len(question)).index_fill_(0, torch.arange(at + 1), 1 / (at + 1))
+    return TrainedReading(
+        question, inspection.tokens, at, reason, item, torch.stack(rows).cpu(), scores.cpu(),
+        weights.cpu(), tuple(row_shares(w, reason, item) for w in weights.cpu()),
+        row_shares(even, reason, item), inspection.first_token)
+
+
+def row_shares(row: torch.Tensor, reason: Sequence[int], item: Sequence[int]) -> Shares:
+    """row [N]: the weight on the reason's positions, on the item's, and on all others."""
+    rest = [j for j in range(row.shape[0]) if j not in reason and j not in item]
+    return Shares(float(row[list(reason)].sum()), float(row[list(item)].sum()),
+                  float(row[rest].sum()))

@@ -17,8 +17,10 @@ from tests.app.conftest import (
     tables,
 )
 from tinyformer.projection import random_setup
-from ui.example import Q1_WORDS, Q2_WORDS
+from tinyformer.train import load_model
+from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS
 from ui.fmt import latex_vec, num
+from ui.i18n import catalogue
 
 PAGE = "pages/05_context.py"
 
@@ -146,3 +148,95 @@ def test_cells_explain_themselves() -> None:
     assert rf"a_{{{returned}}}\,v_{{{returned},1}} = {num(e['b']['weights'][1])}" in text
     share = -float(e["b"]["weights"][0] * e["b"]["v"][0, 0])  # 无理由: question 2 only
     assert r"\Delta_{\text{「无理由」},1} = " in text and f"= {num(share)}" in text
+
+
+# --- The trained model: 费 in both questions, numbers from the shipped model ----------
+
+SAME_PLACE = "商品无理由退货，运费谁承担？"
+TRAINED = {"context.model": "trained"}
+
+
+def trained_numbers(question: str) -> dict:
+    """From the shipped model's own trace: 费's attention rows (block by block, head by
+    head), its rows before and after the blocks, and P(商), P(买) after the question."""
+    trained = load_model()
+    vocab, model = trained.vocab, trained.model
+    ids = torch.tensor(vocab.encode(question).ids)
+    trace, at = model.trace(ids), question.index("费")
+    rows = torch.cat([b.attention.weights[0, :, at] for b in trace.blocks])  # [L * H, N]
+    probs = torch.softmax(model(ids[None])[0][0, -1], -1)
+    return {"at": at, "rows": rows, "token": model.token.weight[vocab.id_of("费")],
+            "output": trace.blocks[-1].resid2[0, at],
+            "shang": float(probs[vocab.id_of("商")]), "mai": float(probs[vocab.id_of("买")])}
+
+
+@pytest.fixture(scope="module", params=("zh", "en"))
+def trained_page(request):
+    return request.param, open_page(PAGE, request.param, params=TRAINED)
+
+
+def test_the_trained_view_shows_the_models_own_numbers(trained_page) -> None:
+    lang, at = trained_page
+    assert_clean(at)
+    text = page_text(at)
+    assert catalogue(lang)["kit.random_weights"] not in text  # no random weights here
+    assert catalogue(lang)["context.trained_note"].format(char="费") in text
+    one, two = trained_numbers(Q1), trained_numbers(Q2)
+    heat = [f for f in tables(at) if "费" in f.columns and len(f) == 4]
+    assert heat[0].values.tolist() == [[f"{w:.2f}" for w in row] for row in one["rows"].tolist()]
+    assert heat[1].values.tolist() == [[f"{w:.2f}" for w in row] for row in two["rows"].tolist()]
+    differ = next(f for f in tables(at) if "0 / 32" in f.values)
+    assert differ.iloc[:, 0].tolist() == ["0 / 32"] + ["32 / 32"] * 6
+    gap = (one["output"] - two["output"]).abs().max()
+    assert differ.iloc[-1, 1] == num(gap)  # the last block's output rows differ by this much
+    shares = [f for f in tables(at) if len(f) == 5]
+    reason = one["rows"][:, 2:7].sum(-1)  # 有质量问题 at positions 2..6
+    assert shares[0].iloc[:4, 0].tolist() == [num(r) for r in reason]
+    assert shares[1].iloc[:4, 0].tolist() == [num(r) for r in two["rows"][:, 0:5].sum(-1)]
+    assert shares[0].iloc[4].tolist() == ["0.500", "0.200", "0.300"]  # even over 10
+    for number in (one["shang"], two["shang"], one["mai"], two["mai"]):
+        assert num(number) in at.info[-1].value
+    assert one["shang"] > 0.9 and two["mai"] > 0.9  # 商 for the running example
+
+
+def test_the_switch_and_a_shared_link_agree() -> None:
+    at = open_page(PAGE)
+    assert latex_vec(expected()["diff"]) in page_text(at)  # the random view
+    at.button_group("context.model").set_value("trained").run()
+    assert_clean(at)
+    assert at.query_params["context.model"] == "trained"
+    linked = open_page(PAGE, params=TRAINED)
+    assert [f.values.tolist() for f in tables(at)] == [f.values.tolist() for f in tables(linked)]
+    at.button_group("context.model").set_value("random").run()
+    assert latex_vec(expected()["diff"]) in page_text(at)  # back to the random numbers
+
+
+def test_the_same_place_twin_makes_the_inputs_identical() -> None:
+    at = open_page(PAGE, params={**TRAINED, "context.twin": "same_place"})
+    assert_clean(at)
+    differ = next(f for f in tables(at) if "0 / 32" in f.values)
+    assert differ.iloc[:, 0].tolist() == ["0 / 32"] * 3 + ["32 / 32"] * 4
+    other = trained_numbers(SAME_PLACE)
+    heat = [f for f in tables(at) if "费" in f.columns and len(f) == 4][1]
+    assert heat.values.tolist() == [[f"{w:.2f}" for w in r] for r in other["rows"].tolist()]
+
+
+@pytest.mark.parametrize("params", [{"context.model": "maybe"},
+                                    {**TRAINED, "context.twin": "q9"}])
+def test_bad_model_links_give_one_note_and_the_default(params) -> None:
+    at = open_page(PAGE, params=params)
+    assert_clean(at)
+    assert len(at.error) == 1 and "default" in at.error[0].value
+    if params["context.model"] == "maybe":
+        assert latex_vec(expected()["diff"]) in page_text(at)
+    else:
+        assert at.radio("context.twin").value == "q2"
+
+
+def test_a_trained_attention_cell_explains_itself() -> None:
+    at = open_page(PAGE, params={**TRAINED, "context.trained_a": "0,5",
+                                 "context.trained_b": "3,10"})
+    text = explanations(at)
+    weight = float(trained_numbers(Q1)["rows"][0, 5])
+    assert "a_{9,5}" in text and r"\frac" in text and f"= {num(weight)}" in text
+    assert r"a_{7,10} = e^{-\infty}" in text  # 承 comes after 费 in the twin
