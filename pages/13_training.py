@@ -1,13 +1,12 @@
 """Stage 13.1: training turns random weights into a model that answers; watch the loss fall."""
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from tinyformer import train as tr
 from tinyformer.corpus import PAYER_WORDS, RUNNING_EXAMPLE, TWIN, find_question, generate
 from tinyformer.probe import probe
-from ui.charts import PALETTE, _layout, lines
+from ui.charts import lines, lines_figure
 from ui.example import Q1_WORDS, Q2_WORDS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.fmt import num
@@ -19,6 +18,7 @@ from ui.state import kit_key
 from ui.training_slot import QueueFull, training_slot
 
 QUESTIONS, D, B = (RUNNING_EXAMPLE, TWIN), tr.DEFAULT_SETTINGS, tr.SETTING_BOUNDS
+TIME_LIMIT_S = 90  # the longest one learner may hold the machine's one training slot
 untrained = st.cache_resource(max_entries=16, show_spinner=False)(tr.starting_loss)
 
 
@@ -39,17 +39,6 @@ def curves(history) -> dict[str, list[float]]:
             t("training.answer_loss"): [p.heldout_answer_loss for p in history]}
 
 
-def live_figure(history, steps: int) -> go.Figure:
-    # KIT: ui.charts.lines draws once per run under a fixed key (and its private _layout);
-    # this curve is redrawn in place at every report, its x axis fixed to the whole run.
-    return go.Figure(data=[{"type": "scatter", "x": [p.step for p in history], "y": ys,
-                            "name": name, "mode": "lines+markers",
-                            "line": {"color": PALETTE[i], "width": 3}}
-                           for i, (name, ys) in enumerate(curves(history).items())],
-                     layout=_layout(320, t("training.step"), t("training.loss"),
-                                    xaxis={"range": [0, steps]}))
-
-
 def run(settings: tr.TrainSettings, store: dict) -> str | None:
     """Queue for the machine's one training slot, train with a live curve, keep the result.
     A rerun (Stop, any edit) interrupts at the next st.* call: the slot is freed on the way
@@ -59,11 +48,14 @@ def run(settings: tr.TrainSettings, store: dict) -> str | None:
     stop.button(t("training.stop"), key=kit_key("stop"), icon=":material/stop_circle:")
     history = []
 
-    def report(p) -> None:
+    def report(p) -> bool:  # True stops the training: the time limit is reached
         history.append(p)
         bar.progress(p.step / p.steps, t("training.progress", step=p.step, steps=p.steps,
                                          s=num(p.seconds, 1)))
-        curve.plotly_chart(live_figure(history, p.steps), width="stretch")
+        curve.plotly_chart(lines_figure([q.step for q in history], curves(history),
+                                        x_title=t("training.step"), y_title=t("training.loss"),
+                                        markers=True, x_range=(0, p.steps)), width="stretch")
+        return p.seconds > TIME_LIMIT_S
 
     st.session_state[kit_key("running")] = True  # still there next run: it was stopped
     try:
@@ -72,9 +64,15 @@ def run(settings: tr.TrainSettings, store: dict) -> str | None:
             note.empty()  # another learner may have trained these settings meanwhile
             how = "reused" if settings in store else "trained"
             if how == "trained":
-                store[settings] = tr.train(settings, report, max(1, min(10, settings.steps // 10)))
-                if len(store) > 8:  # a few MB each at most
-                    del store[next(iter(store))]
+                result = tr.train(settings, report, max(1, min(10, settings.steps // 10)))
+                if result.stopped:  # over the time limit: nothing unfinished is kept
+                    note.warning(t("training.time_limit", s=TIME_LIMIT_S,
+                                   step=result.steps_done, steps=settings.steps))
+                    how = None
+                else:
+                    store[settings] = result
+                    if len(store) > 8:  # a few MB each at most
+                        del store[next(iter(store))]
     except QueueFull:
         note.warning(t("training.queue_full"))
         how = None

@@ -58,7 +58,8 @@ def greedy_answers(
                 n_new=n_new,
                 limit=model.max_length,
             )
-        ids = torch.tensor([vocab.encode(questions[i]).ids for i in rows])  # [b, n]
+        # [b, n] on the model's device: the argmax below comes back on it
+        ids = torch.tensor([vocab.encode(questions[i]).ids for i in rows], device=model.device)
         for _ in range(n_new):
             logits, _ = model(ids)  # [b, n, V]
             ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)

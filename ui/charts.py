@@ -82,22 +82,41 @@ def lines(
     series: Mapping[str, Sequence[float]],
     *,
     key: str,
+    table: bool = True,
+    decimals: int = 3,
+    **style,
+) -> None:
+    """Curves over a shared x (activation functions, loss, a sweep), drawn once; the
+    exact numbers are in a table twin below (table=False when the page prints them).
+    style: see lines_figure."""
+    _show(lines_figure(x, series, decimals=decimals, **style), key)
+    if table:
+        with st.expander(t("kit.as_table")):
+            columns = [short(v) for v in x]
+            st.table(matrix_frame([list(ys) for ys in series.values()], columns,
+                                  list(series), decimals))
+
+
+def lines_figure(
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
     x_title: str = "",
     y_title: str = "",
     log_x: bool = False,
     markers: bool = False,
     marks: Mapping[str, float] | None = None,
+    x_range: tuple[float, float] | None = None,
     y_range: tuple[float, float] | None = None,
     height: int = 320,
-    table: bool = True,
     decimals: int = 3,
     whole_x: bool = False,
-) -> None:
-    """Curves over a shared x (activation functions, loss, a sweep); whole_x: x counts
-    something (steps, blocks), so its ticks are whole numbers.
+) -> go.Figure:
+    """The figure of lines(), on its own: a page redrawing a curve in place while it grows
+    (a live loss) puts it in a placeholder itself.
 
-    marks: vertical dotted lines at named x values (the current setting, say). The
-    exact numbers are in a table twin below (table=False when the page prints them).
+    marks: vertical dotted lines at named x values (the current setting, say); whole_x:
+    x counts something (steps, blocks), so its ticks are whole numbers.
     """
     mode = "lines+markers" if markers else "lines"
     traces = [{"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in ys],
@@ -112,17 +131,14 @@ def lines(
                        "line": {"dash": "dot", "color": "#495057", "width": 2}})
         notes.append({"x": at, "yref": "paper", "y": 1, "text": label, "showarrow": False,
                       "yanchor": "bottom", "font": {"size": 12}})
-    extra = {"shapes": shapes, "annotations": notes,
-             "xaxis": {"type": "log"} if log_x else
-             ({"tickformat": "d", "dtick": max(1, len(x) // 10)} if whole_x else {}),
+    x_axis = {"type": "log"} if log_x else \
+        ({"tickformat": "d", "dtick": max(1, len(x) // 10)} if whole_x else {})
+    if x_range:
+        x_axis["range"] = list(x_range)
+    extra = {"shapes": shapes, "annotations": notes, "xaxis": x_axis,
              "yaxis": {"range": list(y_range)} if y_range else {},
              "showlegend": len(series) > 1}
-    _show(go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra)), key)
-    if table:
-        with st.expander(t("kit.as_table")):
-            columns = [short(v) for v in x]
-            st.table(matrix_frame([list(ys) for ys in series.values()], columns,
-                                  list(series), decimals))
+    return go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra))
 
 
 def vectors(
