@@ -219,12 +219,20 @@ def stop_group(process: subprocess.Popen) -> None:
         process.wait(timeout=5)
 
 
-def first_render(browser, url_name: str, cold: bool, arrive_after: float) -> list[float]:
+@dataclass
+class Start:
+    listening_s: float  # from the start to the port accepting connections
+    first: Open  # the learner who opened the page at that moment
+    first_s: float  # from the start to that learner's drawn page
+    second: Open  # a second learner, right after
+    late: Open  # on a second start: a learner arriving `arrive_after` seconds in
+
+
+def first_render(browser, url_name: str, cold: bool, arrive_after: float) -> Start:
     """Start `dev.py run`; a first learner opens `url_name` the moment it listens, a
     second one right after. Start it again; a learner opens the page `arrive_after`
-    seconds after the start. Returns: seconds from the start to the first learner's
-    drawn page, the second learner's open, the late learner's open."""
-    results = []
+    seconds after the start."""
+    opens: list[Open] = []
     for late in (False, True):
         port = free_port()
         with tempfile.TemporaryFile() as log:
@@ -235,29 +243,34 @@ def first_render(browser, url_name: str, cold: bool, arrive_after: float) -> lis
                 url = f"http://127.0.0.1:{port}/{url_name}"
                 if late:
                     time.sleep(max(0.0, started + arrive_after - time.monotonic()))
-                    results.append(open_once(browser, url).ms / 1000)
-                else:
-                    open_once(browser, url)
-                    results.append(time.monotonic() - started)
-                    results.append(open_once(browser, url).ms / 1000)
+                    opens.append(open_once(browser, url))
+                    continue
+                listening = time.monotonic() - started
+                opens.append(open_once(browser, url))
+                first_s = time.monotonic() - started
+                opens.append(open_once(browser, url))
             finally:
                 stop_group(process)
-    return results
+    return Start(listening, opens[0], first_s, opens[1], opens[2])
 
 
 def report_start(browser, url_name: str, rounds: int, arrive_after: float) -> None:
     print(f"\nfirst render after a start ({' '.join(RUN_COMMAND[1:])}, page /{url_name}, "
           "browser already running), in seconds:")
-    results: dict[bool, list[list[float]]] = {True: [], False: []}
+    results: dict[bool, list[Start]] = {True: [], False: []}
     for _ in range(rounds):  # cold and warm in turn: a busy spell hits both
         for cold in (True, False):
             results[cold].append(first_render(browser, url_name, cold, arrive_after))
     for cold in (True, False):
-        label = "cold (--cold) " if cold else "warm (default)"
-        column = [", ".join(f"{r[i]:.1f}" for r in results[cold]) for i in range(3)]
-        print(f"  {label}: opened the moment the port listens: drawn {column[0]} after "
-              f"the start, then a second learner's open {column[1]}; a learner arriving "
-              f"{arrive_after:g} s after the start: open {column[2]}", flush=True)
+        print(f"  {'cold (--cold)' if cold else 'warm (default)'}:")
+        for start in results[cold]:
+            marks = start.first.marks
+            print(f"    listening after {start.listening_s:.1f}; the learner who opened then: "
+                  f"connected +{marks.get('connected', 0) / 1000:.1f}, script done "
+                  f"+{marks.get('finished', 0) / 1000:.1f}, drawn +{start.first.ms / 1000:.1f}"
+                  f" = {start.first_s:.1f} after the start; a second learner right after: "
+                  f"{start.second.ms / 1000:.1f}; a learner arriving {arrive_after:g} s "
+                  f"after a start: {start.late.ms / 1000:.1f}", flush=True)
 
 
 # --- Main -----------------------------------------------------------------------------
