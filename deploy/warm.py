@@ -38,6 +38,7 @@ class PageRun:
     seconds: float
     ok: bool
     note: str = ""
+    server_gone: bool = False  # refused, or closed as the server stops
 
 
 def import_heavy(modules: Iterable[str] = HEAVY) -> list[str]:
@@ -128,8 +129,9 @@ def run_page(host: str, port: int, page: str, query: str = "",
                         ok, note = False, f"{exceptions} exception(s) on the page"
                     return PageRun(page, query, time.monotonic() - started, ok, note)
     except Exception as error:
+        gone = isinstance(error, ConnectionRefusedError) or "1012" in str(error)
         return PageRun(page, query, time.monotonic() - started, False,
-                       f"{type(error).__name__}: {error}")
+                       f"{type(error).__name__}: {error}", gone)
 
 
 def learner_connected(wait: float = LEAVE_S) -> bool:
@@ -176,6 +178,9 @@ def warm(address: str, port: int, alive: Callable[[], bool] = lambda: True,
             gave_way += 1
             time.sleep(GIVE_WAY_S)
         runs.append(run_page(host, port, name, query))
+        if runs[-1].server_gone:
+            log("tinyformer warm-up: the server stopped; warm-up abandoned")
+            return False
     broken = [f"/{run.page}?{run.query} ({run.note})" for run in runs if not run.ok]
     if ready_file is not None:
         ready_file.write_text(f"{time.monotonic() - started:.2f}\n")
