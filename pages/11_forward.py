@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from tinyformer.forward_pass import ARTICLE_IDS, Step, forward_steps, later_weight, parse_ids
-from tinyformer.model import TinyDecoder
+from tinyformer import forward_pass as fp
 from tinyformer.softmax import softmax_steps
 from ui import explain
 from ui.charts import bars
+from ui.example import Q1, Q2
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num, shape, short, term
@@ -16,7 +16,8 @@ from ui.inputs import choice, number, text, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import device_name, stage_page
 
-VOCAB, MAX_LEN, GRID = 50, 16, 10  # the 50 probabilities are drawn 10 token IDs to a row
+VOCAB, MAX_LEN = 50, 16  # the article's vocabulary and position table
+QUESTIONS = {"q1": Q1, "q2": Q2}  # what the trained model reads
 NORM = r"\frac{{{0}_c - \mu}}{{\sqrt{{\sigma^2 + \epsilon}}}}\,\gamma_c + \beta_c"  # of row i
 FORMULA = {  # step name -> (the symbol of one cell, the step's formula)
     "tok": ("e", r"e_i = E[\mathrm{id}_i]"), "pos": ("p", r"p_i = P[i]"), "x0": ("x", "x = e + p"),
@@ -33,17 +34,15 @@ FORMULA = {  # step name -> (the symbol of one cell, the step's formula)
 }
 
 
-@st.cache_resource(max_entries=32)  # one run per setting, shared by every session
-def run(seed: int, device: str, ids: tuple[int, ...], **settings) -> tuple:
-    model = TinyDecoder.seeded(seed, device=device, **settings)  # drawn on the CPU, then moved
-    return model, (trace := model.trace(list(ids))), forward_steps(model, trace)
+random_run = st.cache_resource(max_entries=32)(fp.seeded_run)  # one run per setting, shared
+shipped_run = st.cache_resource(max_entries=4)(fp.trained_run)  # KIT: 13.2, 13.3 load it too
 
 
-def explain_cell(step: Step, g: int, i: int, c: int, rows: list[str]) -> str:
+def explain_cell(step: fp.Step, g: int, i: int, c: int, rows: list[str], tok) -> str:
     cell, last = step.cell(g, i, c), len(rows) - 1  # the probabilities are position N-1's
     name = explain.cell_name(FORMULA[step.name][0], last if step.name == "probs" else i, c)
     lead = t(f"forward.cell_{step.name}", i=rows[i], c=c, h=g, row=cell.row, head=cell.head,
-             col=cell.column, j=rows[c] if c < len(rows) else c)
+             col=cell.column, j=rows[c] if c < len(rows) else c, tok=tok(c))
     value = num(cell.value, 4 if step.name == "probs" else 3)
     if cell.blocked:
         return explain.formula(t("forward.cell_blocked", i=rows[i], j=rows[c]),
@@ -61,7 +60,7 @@ def explain_cell(step: Step, g: int, i: int, c: int, rows: list[str]) -> str:
         latex = rf"\frac{{{x} - {mu}}}{{{sd}}} \cdot {gamma} + {beta}"
     elif cell.op == "concat":
         latex = rf"o^{{({cell.head})}}_{{{i},{cell.column}}}"
-    elif cell.op == "softmax":  # 50 logits: the sum is named, not written out
+    elif cell.op == "softmax":  # V logits: the sum is named, not written out
         s = softmax_steps(cell.scores)
         latex = (rf"\frac{{e^{{{num(s.scores[c])}}}}}{{\sum_k e^{{z_{{N-1,k}}}}}} = "
                  rf"\frac{{{num(s.exps[c], 4)}}}{{{num(s.total, 4)}}}")
@@ -72,72 +71,79 @@ def explain_cell(step: Step, g: int, i: int, c: int, rows: list[str]) -> str:
     return explain.formula(lead, f"{name} = {latex} = {value}")
 
 
-def show_step(step: Step, rows: list[str], hd: int, top: int) -> None:
-    out, groups = step.output, step.output.shape[0]
+def show_step(step: fp.Step, run: fp.ForwardRun, rows: list[str], tok) -> None:
+    out, groups, hd, grid = step.output, step.output.shape[0], run.model.head_dim, run.grid
     cols = rows if step.name in ("scores", "weights") else [
         f"h{c // hd}·{c % hd}" if step.name in ("q", "k", "v", "merged") else str(c)
         for c in range(out.shape[-1])]  # Q, K, V: column c belongs to head c // hd
-    first = (0, 0, top) if step.name == "probs" else (0, len(rows) - 1, 0)  # shown as formula
-    formula(FORMULA[step.name][1], explain.latex_part(explain_cell(step, *first, rows)))
+    first = (0, 0, run.top[0][0]) if step.name == "probs" else (0, len(rows) - 1, 0)
+    formula(FORMULA[step.name][1], explain.latex_part(explain_cell(step, *first, rows, tok)))
     style = {"colorscale": "Oranges", "zmin": 0} if step.op == "softmax" else diverging(out)
-    if step.name == "probs":  # one row of 50, drawn as 5 rows of 10 token IDs
-        heatmap(out[0, 0].reshape(-1, GRID), [str(c) for c in range(GRID)],
-                [f"{r * GRID} +" for r in range(VOCAB // GRID)], key="probs", **style,
-                explain=lambda r, c: explain_cell(step, 0, 0, r * GRID + c, rows))
+    if step.name == "probs":  # one row of V, drawn `grid` token IDs to a row
+        heatmap(out[0, 0].reshape(-1, grid), [str(c) for c in range(grid)],
+                [f"{r * grid} +" for r in range(out.shape[-1] // grid)], key="probs", **style,
+                explain=lambda r, c: explain_cell(step, 0, 0, r * grid + c, rows, tok))
         return
     for g, column in zip(range(groups), st.columns(groups), strict=True):
         with column:
             heatmap(out[g], cols, rows, key=f"map_{step.id.replace('.', '_')}_{g}", **style,
                     x_title=t("forward.head", h=g, hd=hd) if groups > 1 else "",
-                    explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows))
+                    explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows, tok))
 
 
 with stage_page("forward", uses_device=True):
+    trained = choice("model", t("forward.model"), ["random", "trained"], "random",
+                     widget="segmented", format_func=lambda m: t(f"forward.model_{m}")) != "random"
     choice_exercise("shape", t("forward.ex_question"),
                     ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"], correct=0,
                     explanation=t("forward.ex_explain"))
     number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
     st.subheader(t("forward.settings"))
-    with st.container(horizontal=True, vertical_alignment="bottom"):
-        width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")
-        heads = choice("heads", t("forward.heads"), [1, 2, 3, 4], 2, widget="segmented")
-        layers = choice("layers", t("forward.layers"), [1, 2, 3], 1, widget="segmented")
-        seed = number("seed", t("forward.seed"), 0, 9999, 7)
-    ids_text = text("ids", t("forward.ids"), ", ".join(map(str, ARTICLE_IDS)), 100,
-                    help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
-    causal = toggle("causal", t("forward.causal"), True)
-    ids = list(ARTICLE_IDS)
+    if trained:
+        question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
+                                    format_func=QUESTIONS.get)]
+        st.info(t("forward.trained_note"), icon=":material/model_training:")
+    else:
+        with st.container(horizontal=True, vertical_alignment="bottom"):
+            width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")
+            heads = choice("heads", t("forward.heads"), [1, 2, 3, 4], 2, widget="segmented")
+            layers = choice("layers", t("forward.layers"), [1, 2, 3], 1, widget="segmented")
+            seed = number("seed", t("forward.seed"), 0, 9999, 7)
+        ids_text = text("ids", t("forward.ids"), ", ".join(map(str, fp.ARTICLE_IDS)), 100,
+                        help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
+        causal = toggle("causal", t("forward.causal"), True)
+        ids = list(fp.ARTICLE_IDS)
+        with shown_errors():
+            ids = fp.parse_ids(ids_text, VOCAB, MAX_LEN)
+        random_weights_note()
     with shown_errors():
-        ids = parse_ids(ids_text, VOCAB, MAX_LEN)
-    random_weights_note()
-    with shown_errors():
-        model, trace, steps = run(seed, device_name(), tuple(ids), width=width, heads=heads,
-                                  layers=layers, causal=causal)
-        n, hd, attention = len(ids), model.head_dim, trace.attention_weights[0].cpu()  # [H, N, N]
-        rows, top = [f"{i} · ID {v}" for i, v in enumerate(ids)], trace.top(10)
+        run = shipped_run(question, device_name()) if trained else random_run(
+            seed, tuple(ids), device_name(), width=width, heads=heads, layers=layers, causal=causal)
+        c, trace, n, attention = run.model.config, run.trace, len(run.ids), run.attention
+        tok = (lambda i: f"{i}「{run.names[i]}」") if trained else str  # an ID, named
+        rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
         st.subheader(t("forward.run_title"))
-        st.markdown(t("forward.run_facts", params=f"{model.config.parameter_count:,}",
-                      device=model.device.type, logits=shape(trace.logits), h=heads, w=width,
-                      attention=shape(trace.attention_weights), hd=hd, n=n, v=VOCAB))
-        mode = "on" if causal else "off"
+        st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
+                      device=run.model.device.type, logits=shape(trace.logits), n=n, v=c.vocab,
+                      attention=shape(trace.attention_weights), hd=c.head_dim))
+        mode = "on" if c.causal else "off"
         st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
                                 first=", ".join(map(short, attention[h, 0].tolist())),
                                 all=", ".join(map(short, attention[h, -1].tolist())))
-                              for h in range(heads)))
-        (st.success if causal else st.warning)(t(f"forward.causal_{mode}",
-                                                 w=num(later_weight(attention)[0, 0])))
-        st.info(t("forward.last_only", last=n - 1, id=ids[-1], logits=shape(trace.logits),
-                  v=VOCAB, top=", ".join(f"({i}, {num(p, 4)})" for i, p in top[:3])),
+                              for h in range(c.heads)))
+        (st.success if c.causal else st.warning)(t(f"forward.causal_{mode}",
+                                                   w=num(fp.later_weight(attention)[0, 0])))
+        st.info(t("forward.last_only", last=n - 1, id=tok(run.ids[-1]), v=c.vocab, logits=shape(
+            trace.logits), top=", ".join(f"({tok(i)}, {num(p, 4)})" for i, p in run.top[:3])),
                 icon=":material/arrow_forward:")
-        bars([str(i) for i, _ in top], {t("forward.prob"): [p for _, p in top]}, key="top",
-             decimals=4, x_title=t("forward.next_id"), height=260)
-
+        bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
+             key="top", decimals=4, x_title=t("forward.next_id"), height=260)
         st.subheader(t("forward.walk_title"))
         names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
-                 + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(steps)}
-        chosen = steps[list(names).index(choice(
+                 + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(run.steps)}
+        chosen = run.steps[list(names).index(choice(
             "step", t("forward.step"), list(names), "tok", widget="slider", format_func=names.get,
             options_shrink=True))]
-        st.markdown(t(f"forward.do_{chosen.name}", n=n, w=width, h=heads, hd=hd, ff=4 * width,
-                      v=VOCAB, last=n - 1))
-        show_step(chosen, rows, hd, top[0][0])
+        st.markdown(t(f"forward.do_{chosen.name}", n=n, w=c.width, h=c.heads, hd=c.head_dim,
+                      ff=4 * c.width, v=c.vocab, last=n - 1, rows=c.max_length, grid=run.grid))
+        show_step(chosen, run, rows, tok)

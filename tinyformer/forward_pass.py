@@ -9,6 +9,8 @@ logits and the next token's probabilities) and, for one cell, what it was comput
 (a table row, two summands, a row's mean and spread, a row times a column, a scaled dot
 product, a softmax row). ``forward_steps`` lists them on the CPU, whatever device the
 model runs on. ``parse_ids`` reads a typed ID list ("3, 8, 12") with translatable errors.
+``forward_run`` bundles one run for a page; ``trained_run`` runs the shipped trained model
+over one of the corpus's questions, its IDs named by their characters.
 
 Every step's tensor is [G, R, C]: G groups (the heads, for per-head steps; else 1), R
 rows (positions; 1 for the probabilities), C columns.
@@ -16,7 +18,9 @@ rows (positions; 1 for the probabilities), C columns.
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +30,8 @@ from tinyformer.attention import merge_heads
 from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.model import BlockTrace, DecoderTrace, TinyDecoder
 from tinyformer.norm import LayerNormTrace
+from tinyformer.probe import check_question
+from tinyformer.train import TrainedModel, load_model
 
 ARTICLE_IDS = (3, 8, 12, 5, 17, 42, 23, 6)  # the source article's input
 _ID_SPLIT = re.compile(r"[,，、;；\s]+")
@@ -235,3 +241,58 @@ def later_weight(weights: torch.Tensor) -> torch.Tensor:
     n = weights.shape[-1]
     later = torch.ones(n, n, dtype=torch.bool, device=weights.device).triu(1)  # [N, N]
     return (weights * later).sum(-1)
+
+
+# --- One run, laid out for a page -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ForwardRun:
+    """One forward pass of one sequence: the model, its trace, its steps in order, and the
+    facts a page states about it (CPU tensors)."""
+
+    model: TinyDecoder
+    trace: DecoderTrace
+    steps: tuple[Step, ...]
+    ids: tuple[int, ...]  # [N] the input IDs
+    names: tuple[str, ...]  # [V] a readable name for every ID: "40", or 「商」 for a character
+    attention: torch.Tensor  # [H, N, N] the last block's weights
+    top: tuple[tuple[int, float], ...]  # the 10 most probable next tokens (ID, probability)
+
+    @property
+    def grid(self) -> int:
+        """Columns for drawing the V probabilities as a grid: the largest divisor of V up
+        to 10 (50 -> 10 columns of IDs, 115 -> 5), so every row holds a full set of IDs."""
+        vocab = self.model.config.vocab
+        return max(c for c in range(1, 11) if vocab % c == 0)
+
+
+def forward_run(model: TinyDecoder, ids: Sequence[int],
+                names: Sequence[str] | None = None) -> ForwardRun:
+    """Run ``model`` on ``ids`` (one sequence) and lay the run out in order; ``names``
+    [V] names the vocabulary's IDs (default: the IDs themselves)."""
+    trace = model.trace(list(ids))
+    vocab = model.config.vocab
+    names = tuple(str(i) for i in range(vocab)) if names is None else tuple(names)
+    if len(names) != vocab:
+        raise ShapeError("forward_names", f"{len(names)} names for a vocabulary of {vocab}",
+                         count=len(names), vocab=vocab)
+    return ForwardRun(model, trace, forward_steps(model, trace), tuple(int(i) for i in ids),
+                      names, trace.attention_weights[0].detach().cpu(), tuple(trace.top(10)))
+
+
+def seeded_run(seed: int, ids: Sequence[int], device: str = "cpu", **settings) -> ForwardRun:
+    """TinyDecoder.seeded(seed, **settings) (weights drawn on the CPU, then moved to
+    ``device``) over ``ids``."""
+    return forward_run(TinyDecoder.seeded(seed, device=device, **settings), ids)
+
+
+def trained_run(question: str, device: str = "cpu",
+                trained: TrainedModel | None = None) -> ForwardRun:
+    """The trained model's forward pass over one of the corpus's questions, its IDs named
+    by their characters (default: the shipped model, assets/model). The model is copied
+    to ``device``, so the one passed in stays where it is."""
+    trained = trained or load_model()
+    check_question(trained, question)  # empty, too long, unknown characters: keyed errors
+    model = copy.deepcopy(trained.model).to(device)
+    return forward_run(model, trained.vocab.encode(question).ids, trained.vocab.tokens)

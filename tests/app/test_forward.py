@@ -5,6 +5,8 @@ cell explanation. Expected numbers come from PyTorch's own functions or from Tin
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -20,6 +22,8 @@ from tests.app.conftest import (
 )
 from tinyformer.forward_pass import BLOCK_STEPS, HEAD_STEPS, TAIL_STEPS
 from tinyformer.model import TinyDecoder
+from tinyformer.train import load_model
+from ui.example import Q1, Q2
 from ui.i18n import catalogue
 
 PAGE = "pages/11_forward.py"
@@ -208,3 +212,97 @@ def test_a_link_asking_for_a_gpu() -> None:
         assert catalogue("en")["kit.no_cuda"] in text and "**cpu**" in text
         for number in ARTICLE:
             assert number in text
+
+
+# --- The trained model: the running example through the shipped weights --------------
+
+TRAINED = {"forward.model": "trained"}
+
+
+def trained_top3(question: str) -> tuple[str, str]:
+    """The shipped model's own forward pass: its top 3 after the question, as the page
+    writes them, and the most probable character."""
+    trained = load_model()
+    ids = torch.tensor(trained.vocab.encode(question).ids)
+    probs = torch.softmax(trained.model(ids[None])[0][0, -1], -1)
+    top = probs.topk(3)
+    names = [f"({i}「{trained.vocab.tokens[i]}」, {p:.4f})"
+             for i, p in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+    return ", ".join(names), trained.vocab.tokens[int(top.indices[0])]
+
+
+@pytest.fixture(scope="module", params=("zh", "en"))
+def trained_page(request):
+    return request.param, open_page(PAGE, request.param, params=TRAINED)
+
+
+def test_the_trained_model_runs_the_running_example(trained_page) -> None:
+    lang, at = trained_page
+    assert_clean(at)
+    text = page_text(at)
+    config = load_model().model.config
+    assert f"**{config.parameter_count:,}**" in text and "[1, 14, 115]" in text
+    assert "[1, 2, 14, 14]" in text and "32 / 2 = **16**" in text
+    top3, first = trained_top3(Q1)
+    assert top3 in text and first == "商"  # the answer's first character: 商 of 商家
+    assert text.count("row 0 = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]" if lang == "en"
+                      else "= [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]") == 2
+    assert catalogue(lang)["kit.random_weights"] not in text  # no random weights shown
+    assert catalogue(lang)["forward.trained_note"] in text
+    assert "0 · 商" in text and "13 · ？" in text  # rows named by their characters
+    assert not re.search(r"\b(forward|errors)\.[a-z_]+\b(?!=)", text)  # all translated
+
+
+def test_the_switch_the_twin_and_a_shared_link() -> None:
+    at = open_page(PAGE)
+    at.button_group("forward.model").set_value("trained").run()
+    at.radio("forward.question").set_value("q2").run()
+    assert_clean(at)
+    top3, first = trained_top3(Q2)
+    assert top3 in page_text(at) and first == "买"
+    assert at.query_params["forward.question"] == "q2"
+    linked = open_page(PAGE, params={**TRAINED, "forward.question": "q2",
+                                     "forward.step": "b1.weights"})
+    assert top3 in page_text(linked)
+    assert linked.select_slider("forward.step").value == "b1.weights"
+    at.button_group("forward.model").set_value("random").run()
+    for number in ARTICLE:  # back to the article's program
+        assert number in page_text(at)
+
+
+@pytest.mark.parametrize("params", [{"forward.model": "maybe"},
+                                    {**TRAINED, "forward.question": "q7"}])
+def test_bad_model_links_give_one_note_and_the_default(params) -> None:
+    at = open_page(PAGE, params=params)
+    assert_clean(at)
+    assert len(at.error) == 1
+    expected = ARTICLE[0] if params["forward.model"] == "maybe" else trained_top3(Q1)[0]
+    assert expected in page_text(at)
+
+
+def test_every_trained_intermediate_in_order() -> None:
+    at = open_page(PAGE, params=TRAINED)
+    slider = at.select_slider("forward.step")
+    expected = [*HEAD_STEPS, *(f"b{b}.{s}" for b in range(2) for s in BLOCK_STEPS), *TAIL_STEPS]
+    assert list(slider.options) == [slider.format_func(s) for s in expected]
+    for step in ("b1.weights", "b1.ffn_hidden", "logits", "probs"):
+        at.select_slider("forward.step").set_value(step).run()
+        assert not at.exception, step
+        assert len(at.latex) >= 2, step
+
+
+def test_trained_cells_are_the_models_own_numbers() -> None:
+    trained = load_model()
+    model, ids = trained.model, list(trained.vocab.encode(Q1).ids)
+    at = open_page(PAGE, params={**TRAINED, "forward.step": "b0.q"},
+                   state=click(("forward.map_b0_q_0", 13, 20)))
+    block = model.blocks[0]
+    x = model.token.weight[ids] + model.position.weight[:14]
+    q = F.linear(F.layer_norm(x, (32,), block.norm1.weight, block.norm1.bias),
+                 block.qkv.weight[:32]).detach()  # rows 0..31 of the fused weight are W_q
+    text = explanations(at)
+    assert "q_{13,20}" in text and f"= {q[13, 20]:.3f}" in text
+    probs = torch.softmax(model(torch.tensor(ids)[None])[0][0, -1], -1)
+    at = open_page(PAGE, params={**TRAINED, "forward.step": "probs", "forward.probs": "0,2"})
+    text = explanations(at)  # 5 IDs to a row: row 0, column 2 is ID 2, 「商」
+    assert "ID 2「商」" in text and f"= {float(probs[2]):.4f}" in text

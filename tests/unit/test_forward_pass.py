@@ -16,11 +16,15 @@ from tinyformer.forward_pass import (
     HEAD_STEPS,
     TAIL_STEPS,
     Step,
+    forward_run,
     forward_steps,
     later_weight,
     parse_ids,
+    seeded_run,
+    trained_run,
 )
 from tinyformer.model import TinyDecoder
+from tinyformer.train import load_model
 
 IDS = list(ARTICLE_IDS)
 
@@ -171,3 +175,75 @@ def test_the_mask_leaves_one_blocks_prediction_alone_but_not_two_blocks() -> Non
         off = TinyDecoder.seeded(7, layers=layers, causal=False).trace(IDS)
         assert torch.allclose(on.probs, off.probs, atol=1e-7) is same
         assert not torch.allclose(on.logits[:, 0], off.logits[:, 0])  # row 0 changes
+
+
+# --- One run for a page, and the trained model's run ----------------------------------
+
+RUNNING, TWIN = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return load_model()
+
+
+def test_forward_run_bundles_the_trace_and_its_steps() -> None:
+    run = seeded_run(7, IDS, width=8, heads=4)
+    model = TinyDecoder.seeded(7, heads=4)
+    trace = model.trace(IDS)
+    torch.testing.assert_close(run.trace.logits, trace.logits)
+    assert [s.id for s in run.steps] == [s.id for s in forward_steps(model, trace)]
+    assert list(run.top) == trace.top(10) and run.top[0][0] == int(trace.probs[0].argmax())
+    torch.testing.assert_close(run.attention, trace.attention_weights[0])
+    assert run.ids == tuple(IDS) and run.names == tuple(str(i) for i in range(50))
+    assert run.grid == 10  # 50 IDs drawn 10 to a row
+
+
+@pytest.mark.parametrize(("vocab", "grid"), [(50, 10), (115, 5), (7, 7), (13, 1), (64, 8)])
+def test_the_probability_grid_divides_the_vocabulary(vocab: int, grid: int) -> None:
+    run = forward_run(TinyDecoder.seeded(0, vocab=vocab), [0, 1])
+    assert run.grid == grid and vocab % run.grid == 0
+
+
+def test_forward_run_needs_one_name_per_id() -> None:
+    with pytest.raises(TinyformerError) as err:
+        forward_run(TinyDecoder.seeded(7), IDS, names=["a"] * 49)
+    assert err.value.key == "forward_names" and err.value.values == {"count": 49, "vocab": 50}
+
+
+@pytest.mark.parametrize(("question", "answer"), [(RUNNING, "商"), (TWIN, "买")])
+def test_the_trained_run_is_the_shipped_models_own_pass(trained, question, answer) -> None:
+    run = trained_run(question)
+    ids = trained.vocab.encode(question).ids
+    assert run.ids == tuple(ids) and run.names == trained.vocab.tokens
+    logits, attention = trained.model(torch.tensor(ids)[None])  # the model's own forward
+    torch.testing.assert_close(run.trace.logits, logits)
+    torch.testing.assert_close(run.attention, attention[0])
+    probs = torch.softmax(logits[0, -1], -1)
+    assert run.names[run.top[0][0]] == answer  # 商 after the running example, 买 after the twin
+    assert run.top[0][1] == pytest.approx(float(probs.max()))
+    assert [s.name for s in run.steps] == [*HEAD_STEPS, *BLOCK_STEPS, *BLOCK_STEPS, *TAIL_STEPS]
+    assert run.model is not trained.model  # a copy: moving it never moves the shipped one
+
+
+def test_every_trained_cell_is_its_operands_recomputed(trained) -> None:
+    run = trained_run(RUNNING, trained=trained)
+    for step in run.steps:
+        groups, rows, cols = step.output.shape
+        for g in range(groups):
+            for i in {0, rows - 1}:
+                for c in {0, cols - 1}:
+                    expected = recompute(step, g, i, c, run.model, run.steps)
+                    assert float(step.output[g, i, c]) == pytest.approx(expected, abs=1e-4), \
+                        (step.id, g, i, c)
+
+
+@pytest.mark.parametrize(("question", "key"), [
+    ("", "trained_question_empty"), ("猫有质量问题，运费谁承担？", "trained_question_unknown"),
+    ("商品有质量问题，运费谁付？", "trained_question_pattern"),
+    ("商品" * 20, "trained_question_too_long"),
+])
+def test_the_trained_run_refuses_questions_outside_the_corpus(trained, question, key) -> None:
+    with pytest.raises(TinyformerError) as err:
+        trained_run(question, trained=trained)
+    assert err.value.key == key
