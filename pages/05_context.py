@@ -144,7 +144,7 @@ def trained_view() -> None:
 
 
 with stage_page("context"):
-    gloss(Q1_WORDS + Q2_WORDS)
+    gloss(Q1_WORDS + Q2_WORDS + ("运", CHAR))  # 运, 费: the characters the trained view follows
     model = choice("model", t("context.model"), ["random", "trained"], "random",
                    widget="segmented", format_func=lambda m: t(f"context.model_{m}"))
     (random_view if model == "random" else trained_view)()

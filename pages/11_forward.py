@@ -6,7 +6,7 @@ from tinyformer import forward_pass as fp
 from tinyformer.softmax import softmax_steps
 from ui import explain
 from ui.charts import bars
-from ui.example import Q1, Q2
+from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num, shape, short, term
@@ -103,6 +103,7 @@ with stage_page("forward", uses_device=True):
         question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
                                     format_func=QUESTIONS.get)]
         st.info(t("forward.trained_note"), icon=":material/model_training:")
+        gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + ("商", "买"))
     else:
         with st.container(horizontal=True, vertical_alignment="bottom"):
             width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")

@@ -306,3 +306,27 @@ def test_trained_cells_are_the_models_own_numbers() -> None:
     at = open_page(PAGE, params={**TRAINED, "forward.step": "probs", "forward.probs": "0,2"})
     text = explanations(at)  # 5 IDs to a row: row 0, column 2 is ID 2, 「商」
     assert "ID 2「商」" in text and f"= {float(probs[2]):.4f}" in text
+
+
+def test_a_missing_model_gives_one_translated_message(monkeypatch, lang) -> None:
+    """No shipped model: one message instead of the run; the exercises and the switch
+    back to random weights still work."""
+    import streamlit as st
+
+    from tinyformer.errors import ParameterError
+
+    def missing(*_, **__):
+        raise ParameterError("trained_model_missing", "no model", path="assets/model")
+
+    monkeypatch.setattr("tinyformer.forward_pass.load_model", missing)
+    st.cache_resource.clear()  # a run cached by an earlier test would hide the failure
+    try:
+        at = open_page(PAGE, lang, params=TRAINED)
+        assert_clean(at)
+        message = catalogue(lang)["errors.trained_model_missing"].format(path="assets/model")
+        assert [e.value for e in at.error] == [message]
+        assert len(at.radio) >= 2  # the exercise and the question still drawn
+        at.button_group("forward.model").set_value("random").run()
+        assert not at.error and ARTICLE[0] in page_text(at)
+    finally:
+        st.cache_resource.clear()
