@@ -110,12 +110,12 @@ def _group_alive(group: int) -> bool:
     return True
 
 
-def start_server() -> Server:
+def start_server(*extra: str) -> Server:
     port = free_port()
     log = Path(tempfile.mkstemp(prefix=f"tinyformer-e2e-{port}-", suffix=".log")[1])
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            [*RUN_COMMAND, "--port", str(port)],
+            [*RUN_COMMAND, "--port", str(port), *extra],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=handle,
@@ -164,8 +164,8 @@ def wait_listening(server: Server) -> None:
 
 
 @contextmanager
-def _serving(wait: Callable[[Server], None]) -> Iterator[Server]:
-    running = start_server()
+def _serving(wait: Callable[[Server], None], *extra: str) -> Iterator[Server]:
+    running = start_server(*extra)
     try:
         wait(running)
         yield running
@@ -183,8 +183,9 @@ def server() -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def fresh_server() -> Iterator[Server]:
-    """A server that has answered no HTTP request yet: the test sends the first one."""
-    with _serving(wait_listening) as running:
+    """A server that has answered no HTTP request yet: the test sends the first one
+    (--cold: no warm-up visits either, so the deep link is truly the first)."""
+    with _serving(wait_listening, "--cold") as running:
         yield running
 
 
