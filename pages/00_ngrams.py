@@ -14,6 +14,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.page import section, stage_page
+from ui.reveal import Stepper
 
 MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
 WORDS = ("苹果", "梨", "动漫", "动物")
@@ -54,37 +55,37 @@ def cannot_predict(model: ngram.NGramModel, ctx: str, vocab: list[str]) -> str |
 
 
 with stage_page("ngram"):
-    sequences, vocab, model = classroom()
+    seqs, vocab, model = classroom()
     gloss(["看", "动", "漫", "物", "动漫", "动物", "吃", "苹果", "梨"])
+    section(t("ngram.count_title"))
+    left, right = st.columns([2, 3])  # inputs left, their counts right (a projector's width)
+    with left:
+        n = number("n", t("ngram.n_label"), 1, MAX_N, 2, gesture="slider")
+        ctx = text("ctx", t("ngram.ctx_label"), "看动", MAX_CONTEXT,
+                   help=t("ngram.ctx_help", limit=MAX_CONTEXT))
+        context = counted("chars", n - 1)
+        read, cut = (plain("".join(part)) for part in model[n].window(ctx))
+        st.markdown(t("ngram.window", name=t(f"ngram.order_{n}"), n=n, context=context,
+                      used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
+    with right:
+        steps = Stepper("hand", labels := [t("ngram.step_count"), t("ngram.step_divide")])
+        if problem := cannot_predict(model[n], ctx, vocab):
+            st.warning(problem)
+        else:
+            found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
+            st.markdown(f"**1 · {labels[0]}** — " + t("ngram.count_total", total=found[0].total))
+            cols = {"next": [s.token for s in found], "count": [s.count for s in found],
+                    "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
+            st.table({t(f"ngram.col_{k}"): v for k, v in list(cols.items())[:2 + steps.shows(2)]})
+            if steps.shows(2):
+                st.markdown(f"**2 · {labels[1]}** — " + t("ngram.divide_by", total=found[0].total))
+                formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
+                        STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
+    st.markdown(t("ngram.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
+    st.expander(t("ngram.corpus_show")).text("\n".join(seqs))
     tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
     number_exercise("trigram", t("ngram.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
                     tri.probability, explain.formula(t("ngram.ex_number_steps"), p_latex(tri)))
-
-    section(t("ngram.count_title"))
-    st.markdown(t("ngram.count_lead", lines=len(sequences), chars=sum(map(len, sequences)),
-                  v=len(vocab)))
-    st.expander(t("ngram.corpus_show")).text("\n".join(sequences))
-    n = number("n", t("ngram.n_label"), 1, MAX_N, 2, gesture="slider")
-    ctx = text("ctx", t("ngram.ctx_label"), "看动", MAX_CONTEXT,
-               help=t("ngram.ctx_help", limit=MAX_CONTEXT))
-    context = counted("chars", n - 1)
-    st.caption(t("ngram.order_caption", name=t(f"ngram.order_{n}"), n=n,
-                 window=counted("tokens", n), context=context))
-    read, ignored = model[n].window(ctx)
-    gone = t("ngram.ignored", ignored=f":gray[~~{plain(''.join(ignored))}~~]") if ignored else ""
-    st.markdown(t("ngram.window", used=f":blue[{plain(''.join(read))}]" if read else "∅",
-                  context=context) + "  \n" + gone)
-    if problem := cannot_predict(model[n], ctx, vocab):
-        st.warning(problem)
-    else:
-        steps = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
-        st.table({t("ngram.col_next"): [s.token for s in steps],
-                  t("ngram.col_count"): [s.count for s in steps],
-                  t("ngram.col_prob"): [num(s.probability) for s in steps]})
-        formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
-                STACK % r" \\[8pt] ".join(p_latex(s) for s in steps[:2]))
-
-    st.markdown(f"**{t('ngram.orders_title')}**")
     rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
     columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
     def explain_order(i: int, j: int) -> str:
@@ -96,7 +97,7 @@ with stage_page("ngram"):
     heatmap([[r.get(w, 0.0) for w in columns] for r in rows], columns,
             [f"n={k} · {t(f'ngram.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
              for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
-            zmin=0, zmax=1, colorscale="Greens", height=260)
+            title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
     st.caption(t("ngram.article_names"))
 
     section(t("ngram.limits_title"))
@@ -116,17 +117,16 @@ with stage_page("ngram"):
                 continue
             chain = model[2].chain(phrase)
             st.markdown(t("ngram.phrase_count", phrase=plain(phrase),
-                          times=counted("times", ngram.phrase_count(sequences, phrase))))
+                          times=counted("times", ngram.phrase_count(seqs, phrase))))
             st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
             st.markdown(t("ngram.chain", p=num(chain.probability)))
     st.info(t("ngram.share_nothing"), icon=":material/link_off:")
-    st.markdown(f"**2 · {t('ngram.window_title')}**  \n"
-                + t("ngram.window_text", n=n, context=context))
+    st.markdown(t("ngram.window_text", n=n, context=context))
     st.markdown(f"**3 · {t('ngram.size_title')}**")
     v_size = number("V", t("ngram.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
                     ngram.MAX_TABLE_VOCAB, 100_000)
     tn = number("tn", t("ngram.tn_label"), 1, ngram.MAX_TABLE_ORDER, 5, gesture="slider")
-    size, cover = ngram.table_size(v_size, tn), ngram.coverage(sequences, tn)  # both bounded
+    size, cover = ngram.table_size(v_size, tn), ngram.coverage(seqs, tn)  # both bounded
     value = f"= {size.entries:,}" if size.exponent < 6 else f"= 10^{{{size.exponent}}}" \
         if size.power_of_ten else rf"\approx {num(size.mantissa)} \times 10^{{{size.exponent}}}"
     formula(rf"\text{{{t('ngram.table_symbol')}}} = V^{{\,n}}",
@@ -147,4 +147,4 @@ with stage_page("ngram"):
                     t("ngram.cell_dot", a=WORDS[i], b=WORDS[j]),
                     rf"e_{{\text{{{WORDS[i]}}}}} \cdot e_{{\text{{{WORDS[j]}}}}}",
                     hot.vectors[i], hot.vectors[j], float(hot.dots[i, j]), decimals=0))
-    st.caption(t("ngram.onehot_next"))
+    st.markdown(t("ngram.onehot_next"))

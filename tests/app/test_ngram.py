@@ -74,7 +74,7 @@ def test_singular_and_plural(default_page) -> None:
     at, lang = default_page
     text = page_text(at)
     if lang == "en":
-        assert "n − 1 = 1 character)" in text
+        assert "n − 1 = 1 character: " in text
         assert not re.search(r"(?<!− )\b1 characters", text)  # "n − 1 characters" is fine
         assert "occurs **2** times" in text and "occurs **0** times" in text
         assert "V = 70 and n = 5 allow 1,680,700,000 different windows" in text
@@ -113,9 +113,21 @@ def test_trigram_via_slider() -> None:
     assert next_table(at) == {"漫": ("4", "0.667"), "物": ("2", "0.333")}
     text = page_text(at)
     assert TRIGRAM in text and r"P(\text{物} \mid \text{看动}) = \frac{2}{6} = 0.333" in text
-    assert "2 characters)" in text  # n − 1 = 2, plural
+    assert "2 characters: " in text  # n − 1 = 2, plural
     assert "gray[" not in text  # nothing ignored: the window holds all of 看动
     assert at.query_params["ngram.n"] == "3"
+
+
+def test_a_link_to_a_step_shows_the_steps_up_to_it() -> None:
+    at = open_page(PAGE, params={"ngram.hand.step": "1"})  # count, not yet divided
+    assert_clean(at)
+    counts = next(f for f in tables(at) if f.shape[1] == 2 and f.index.tolist()[0] == 0)
+    assert [list(map(str, row)) for row in counts.values] == [["漫", "6"], ["物", "4"]]
+    assert next_table(at) == {} and BIGRAM[0] not in page_text(at)
+    next(b for b in at.button if (b.key or "").endswith("~next")).click().run()
+    assert at.query_params["ngram.hand.step"] == "2"
+    assert next_table(at) == {"漫": ("6", "0.600"), "物": ("4", "0.400")}
+    assert all(number in page_text(at) for number in BIGRAM)
 
 
 def test_shared_link_and_the_window_forgets() -> None:
