@@ -17,6 +17,7 @@ from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
 from ui.page import section, stage_page
+from ui.reveal import Stepper
 
 WORDS = ("苹果", "梨", "动漫")
 COLOURS = {"苹果": "#2f9e44", "梨": "#66a80f", "动漫": "#d6336c"}
@@ -31,18 +32,33 @@ def use_preset(name: str) -> None:
     st.session_state["embeddings.E"] = PRESETS[name]
 
 
-def cos_latex(cos, i: int, j: int, full: bool = True) -> str:
+def cos_latex(cos, i: int, j: int) -> str:
     """cos(苹果, 梨) = (0·0.1 + 0.9·0.7) / (0.900·0.707) = 0.630 / 0.636 = 0.990, θ = 8.1°,
-    one step per line so that it fits a half-width column; full=False: one short line."""
+    one step per line so that it fits a narrow column."""
     name = rf"\cos(\text{{{WORDS[i]}}}, \text{{{WORDS[j]}}})"
     ratio = rf"\frac{{{num(cos.dots[i, j])}}}{{{num(cos.denominators[i, j])}}}"
-    if not full:
-        return rf"{name} = {ratio} = {num(cos.cosine[i, j])}"
     terms = dot_terms(cos.vectors[i], cos.vectors[j])
     return (rf"\begin{{aligned}}{name} &= \frac{{{terms}}}"
             rf"{{{num(cos.norms[i])} \cdot {num(cos.norms[j])}}} \\[4pt] "
             rf"&= {ratio} = {num(cos.cosine[i, j])} \\[4pt] "
             rf"\theta &= {num(cos.degrees[i, j], 1)}^\circ\end{{aligned}}")
+
+
+def worked_pair(cos, steps: Stepper) -> None:
+    """cos(苹果, 梨) one step at a time: dot product, lengths, their ratio, the angle."""
+    a, b = (rf"\text{{{w}}}" for w in WORDS[:2])
+    (u, v), (nu, nv), dot = cos.vectors[:2], map(num, cos.norms[:2]), num(cos.dots[0, 1])
+    lines = [rf"{a} \cdot {b} &= {dot_terms(u, v)} \\ &= {dot}",
+             rf"\lVert {a} \rVert &= \sqrt{{{dot_terms(u, u)}}} = {nu} \\ "
+             rf"\lVert {b} \rVert &= \sqrt{{{dot_terms(v, v)}}} = {nv}",
+             rf"\cos({a}, {b}) &= \frac{{{a} \cdot {b}}}{{\lVert {a}\rVert\,\lVert {b}\rVert}}"
+             rf" \\ &= \frac{{{dot}}}{{{nu} \cdot {nv}}} = "
+             rf"\frac{{{dot}}}{{{num(cos.denominators[0, 1])}}} \\ &= {num(cos.cosine[0, 1])}",
+             rf"\theta &= \arccos({num(cos.cosine[0, 1])}) = {num(cos.degrees[0, 1], 1)}^\circ"]
+    for k, line in enumerate(lines, start=1):
+        if steps.shows(k):
+            st.markdown(f"**{k} · {steps.labels[k - 1]}**")
+            formula(rf"\begin{{aligned}}{line}\end{{aligned}}")
 
 
 def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:
@@ -63,14 +79,10 @@ def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:
 
 with stage_page("embeddings"):
     gloss(WORDS)
-    choice_exercise("unrelated", t("embeddings.ex_choice"),
-                    [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
-                    correct=1, explanation=t("embeddings.ex_choice_explain"))
-
     section(t("embeddings.plane_title"))
     st.markdown(t("embeddings.plane_lead"))
     axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
-    left, right = st.columns([2, 3])
+    left, middle, right = st.columns([4, 4, 3])  # inputs, their picture, one worked cosine
     with left:
         emb = matrix_input("E", t("embeddings.plane_input"), PLANE, rows=3, bound=BOUND,
                            sliders=True, slider_range=(-BOUND, BOUND),
@@ -79,11 +91,17 @@ with stage_page("embeddings"):
         with st.container(horizontal=True):
             for name in PRESETS:
                 st.button(t(f"embeddings.preset_{name}"), on_click=use_preset, args=(name,))
-    with right:
+    with middle:
         vectors(dict(zip(WORDS, emb.tolist(), strict=True)), key="plane", colours=COLOURS,
-                x_title=axes[0], y_title=axes[1], height=440, decimals=2,
+                x_title=axes[0], y_title=axes[1], height=380, decimals=2,
                 reach=max(1.5, 1.5 * float(emb.abs().max())))
     cos = cosine_table(emb)
+    with right:
+        worked_pair(cos, Stepper("hand", [t(f"embeddings.step_{k}")
+                                          for k in ("dot", "norms", "cos", "angle")]))
+    choice_exercise("unrelated", t("embeddings.ex_choice"),
+                    [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
+                    correct=1, explanation=t("embeddings.ex_choice_explain"))
     if (cos.norms == 0).any():
         st.error(t("embeddings.zero_vector", words="、".join(
             w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))
@@ -97,15 +115,12 @@ with stage_page("embeddings"):
 
     left, right = st.columns(2)
     with left:
-        st.markdown(f"**{t('embeddings.cos_table')}**")
         heatmap(cos.cosine, WORDS, WORDS, key="cos_map", explain=explain_cos, zmin=-1, zmax=1,
-                colorscale="RdBu", height=240)
+                colorscale="RdBu", height=240, title=t("embeddings.cos_table"))
     with right:
-        st.markdown(f"**{t('embeddings.angle_table')}**")
         heatmap(cos.degrees, WORDS, WORDS, key="angle_map", explain=explain_cos, zmin=0,
-                zmax=180, colorscale="Purples", decimals=1, height=240)
-    formula(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}",
-            cos_latex(cos, 0, 1, full=False))
+                zmax=180, colorscale="Purples", decimals=1, height=240,
+                title=t("embeddings.angle_table"))
     st.markdown(t("embeddings.which_is_which"))
     st.caption(t("embeddings.real_widths"))
 

@@ -5,26 +5,26 @@ import streamlit as st
 
 from tinyformer.context import TrainedComparison, compare_in_context, compare_trained
 from tinyformer.probe import Shares
-from tinyformer.train import load_model
 from ui import explain
-from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.example import Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_vec, num, term, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
+from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
 from ui.page import stage_page
 
 WORD, CHAR = "运费", "费"  # the trained model reads characters: 费 completes the word 运费
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
-TWINS = {"q2": Q2, "same_place": "商品无理由退货，运费谁承担？"}  # the latter: 费 at Q1's place
+TWINS = {"q2": Q2, "same_place": Q2_SAME_PLACE}
 
 
 @st.cache_resource(max_entries=2)  # one per twin, shared by every session
 def trained_run(twin: str) -> TrainedComparison:
-    return compare_trained(load_model(), Q1, twin, CHAR)  # the shipped model, ~20 ms to load
+    return compare_trained(shipped_model(), Q1, twin, CHAR)
 
 
 def part(word: str, c: int, a, v, value) -> str:

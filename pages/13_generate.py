@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.generate import MAX_NEW_TOKENS, CacheComparison, compare_cache, question_prompt
-from tinyformer.train import ANSWER_LENGTH, TrainedModel, load_model
+from tinyformer.train import ANSWER_LENGTH
 from ui import explain
 from ui.charts import lines
 from ui.example import PAYERS, Q1, Q1_WORDS, gloss
@@ -14,6 +14,7 @@ from ui.figures import diverging, heatmap
 from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
+from ui.models import shipped_model
 from ui.notes import shown_errors
 from ui.page import device_name, section, stage_page
 
@@ -22,16 +23,9 @@ NEW = " ★"  # marks a K/V row computed in the step shown
 COLUMNS = ("token", "pos_c", "pos_f", "kv_c", "kv_f", "ma_c", "ma_f", "sum_c", "sum_f")
 
 
-@st.cache_resource(max_entries=2)  # KIT: the shipped model, loaded once per device (13.2 too)
-def trained_model(device: str) -> TrainedModel:
-    trained = load_model()
-    trained.model.to(device)
-    return trained
-
-
 @st.cache_resource(max_entries=32)  # typed questions x lengths: bounded
 def run(device: str, question: str, n_new: int) -> CacheComparison:
-    trained = trained_model(device)
+    trained = shipped_model(device)
     return compare_cache(trained.model, question_prompt(trained, question), n_new)
 
 
@@ -83,7 +77,7 @@ with stage_page("generate", uses_device=True):
     gloss(Q1_WORDS + PAYERS[:2])
     with shown_errors():
         cmp = run(device, asked, n_new)
-        trained = trained_model(device)
+        trained = shipped_model(device)
         n, layers, heads = len(cmp.cached.prompt), trained.model.layers, trained.model.heads
         tokens = [trained.vocab.tokens[i] for i in cmp.cached.prompt + cmp.cached.new_ids]
         st.markdown(t("generate.result", question="".join(tokens[:n]),

@@ -5,7 +5,6 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.probe import Inspection, probe
-from tinyformer.train import TrainedModel, load_model
 from ui import explain
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
@@ -14,6 +13,7 @@ from ui.figures import heatmap
 from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import choice, text
+from ui.models import shipped_model
 from ui.notes import shown_errors
 from ui.page import device_name, section, stage_page
 
@@ -22,16 +22,9 @@ PARTS = ("reason", "item", "rest")
 QUESTIONS = (("q1", Q1), ("q2", Q2))
 
 
-@st.cache_resource(max_entries=2)  # KIT: the shipped model, loaded once per device (13.3 too)
-def trained_model(device: str) -> TrainedModel:
-    trained = load_model()
-    trained.model.to(device)
-    return trained
-
-
 @st.cache_resource(max_entries=64)  # typed questions: bounded
 def inspect(device: str, question: str) -> Inspection:
-    return probe(trained_model(device), question)
+    return probe(shipped_model(device), question)
 
 
 def positions(insp: Inspection, part: str) -> list[int]:
@@ -91,7 +84,7 @@ with stage_page("inside", uses_device=True):
             with shown_errors():
                 found[name] = inspect(device, asked)
                 answer(found[name])
-    trained = trained_model(device)
+    trained = shipped_model(device)
     s, ev = trained.settings, trained.config["heldout"]
     st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
                  steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui import handout
+from ui import handout, state
 from ui.i18n import LANG_PARAM, current_lang, t
 
 PRESENT_PARAM = "present"
@@ -163,12 +163,17 @@ def page_params() -> dict[str, str]:
 
 def share_url(base: str | None = None) -> str:
     """The page's exact address as the class would open it: same stage, inputs, language."""
-    here = st.context.url or ""
-    address = (base or "").strip().rstrip("/")
+    return compose_url(st.context.url or "", base, page_params())
+
+
+def compose_url(here: str, address: str | None, params: dict[str, str]) -> str:
+    """The page's address (here, without its query), with another host and port when the
+    class reaches the server at `address`, and the URL parameters."""
+    address = (address or "").strip().rstrip("/")
     if address:
         path = here.split("//", 1)[-1].partition("/")[2] if "//" in here else ""
         here = f"{address}/{path}" if path else address
-    query = urlencode(page_params())
+    query = urlencode(params)
     return f"{here}?{query}" if query else here
 
 
@@ -206,9 +211,11 @@ def downloads(stage_id: str) -> None:
     """
     record = handout.current()
     labels = {"made_from": t("kit.handout_from"), "answers": t("kit.handout_answers")}
-    url, params, lang = share_url(), page_params(), current_lang()
+    here, params, lang = st.context.url or "", state.url_now(), current_lang()
+    address = st.session_state.get(_ADDRESS)
     st.download_button(t("kit.download_state"),
-                       data=lambda: state_json(stage_id, lang, params, url),
+                       data=lambda: state_json(stage_id, lang, dict(params),
+                                               compose_url(here, address, params)),
                        file_name=f"tinyformer-{stage_id}.json", mime="application/json",
                        on_click="ignore", icon=":material/data_object:", key="_dl_state")
     if record.tables():
@@ -218,6 +225,6 @@ def downloads(stage_id: str) -> None:
                            icon=":material/table:", key="_dl_tables")
     st.download_button(
         t("kit.download_handout"), on_click="ignore", icon=":material/print:",
-        data=lambda: handout.handout_html(record, labels, url),
+        data=lambda: handout.handout_html(record, labels, compose_url(here, address, params)),
         file_name=f"tinyformer-{stage_id}-{lang}.html", mime="text/html",
         key="_dl_handout")

@@ -14,6 +14,9 @@ from ui.i18n import current_lang, t
 
 Q1 = "商品有质量问题，运费谁承担？"  # the merchant pays
 Q2 = "无理由退货，运费谁承担？"  # the buyer usually pays
+# The twin with as many characters before 运费 as Q1, so that 费 sits at the same
+# position in both (a model with position rows then sees the same input row there).
+Q2_SAME_PLACE = "商品无理由退货，运费谁承担？"
 Q1_WORDS = ("商品", "有", "质量", "问题", "，", "运费", "谁", "承担", "？")
 Q2_WORDS = ("无理由", "退货", "，", "运费", "谁", "承担", "？")
 TAIL4 = ("运费", "谁", "承担", "？")  # the shared ending, as four positions

@@ -12,6 +12,8 @@ import html
 import io
 import re
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -34,10 +36,20 @@ class Record:
     stage: str = ""
     title: str = ""
     lead: str = ""
-    items: list[tuple[str, object]] = field(default_factory=list)  # in page order
+    # In page order; ("part", name) stands for the items of a section that reruns alone
+    # (ui.page.part), kept in parts[name] and replaced each time that section runs.
+    items: list[tuple[str, object]] = field(default_factory=list)
+    parts: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
+    active: str | None = None
+
+    def all_items(self) -> list[tuple[str, object]]:
+        out = []
+        for kind, item in self.items:
+            out.extend(self.parts.get(item, []) if kind == "part" else [(kind, item)])
+        return out
 
     def tables(self) -> list[Table]:
-        return [item for kind, item in self.items if kind == "table"]
+        return [item for kind, item in self.all_items() if kind == "table"]
 
 
 def start(stage_id: str, title: str, lead: str) -> None:
@@ -55,7 +67,21 @@ def current() -> Record:
 def add(kind: str, item: object) -> None:
     """kind: "section" (a title), "formula" ((symbolic, live)), "table" (Table), "exercise"
     ((question, options or None, answer, steps))."""
-    current().items.append((kind, item))
+    record = current()
+    (record.parts[record.active] if record.active else record.items).append((kind, item))
+
+
+@contextmanager
+def part(name: str) -> Iterator[None]:
+    """What a section that reruns alone records replaces what it recorded last time."""
+    record = current()
+    if name not in record.parts:
+        record.items.append(("part", name))
+    record.parts[name], record.active = [], name
+    try:
+        yield
+    finally:
+        record.active = None
 
 
 def add_table(title: str, columns, rows, cells) -> None:
@@ -108,7 +134,7 @@ def handout_html(record: Record, labels: dict[str, str], url: str) -> str:
             f'<p class="meta">{html.escape(labels["made_from"])} <a href="{html.escape(url)}">'
             f"{html.escape(url)}</a></p>"]
     answers, number = [], 0
-    for kind, item in record.items:
+    for kind, item in record.all_items():
         if kind == "section":
             body.append(f"<h2>{html.escape(str(item))}</h2>")
         elif kind == "formula":

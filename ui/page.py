@@ -9,9 +9,9 @@ classroom tools, and a guard so that nothing escapes a page as Streamlit's own
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, wraps
 from pathlib import Path
 
 import streamlit as st
@@ -193,6 +193,25 @@ def _presenter_bar(stage: Stage) -> None:
             classroom.share_panel()
         st.button(t("kit.presenter_exit"), key="_present_exit", icon=":material/close:",
                   on_click=classroom.set_presenting, args=(False,))
+
+
+def part(func: Callable[..., None]) -> Callable[..., None]:
+    """A section of a page that reruns alone when one of its own inputs changes
+    (st.fragment): a slider there costs that section's work, not the whole page's.
+
+    Use it only for a section whose inputs nothing outside it reads. What the section
+    puts in the handout replaces what it put there on its last run.
+    """
+    name = f"{func.__module__}.{func.__qualname__}"
+
+    @st.fragment
+    @wraps(func)
+    def run(*args: object, **kwargs: object) -> None:
+        state.new_run()  # a matrix box's format note shows in this rerun too
+        with handout.part(name):
+            func(*args, **kwargs)
+
+    return run
 
 
 def section(title: str) -> None:

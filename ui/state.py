@@ -34,12 +34,30 @@ PRIVATE = "~"  # widget keys that mirror a value: "softmax.kB~0"
 _RUN = "_run"  # counts script runs, for things drawn once per run
 
 
+_URL = "_url_now"  # the page's URL parameters as last written, see url_now()
+
+
 def enter(stage_id: str) -> None:
     """Called once per run by the page set-up: a new stage starts from its URL."""
-    st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
+    new_run()
+    now = st.session_state.setdefault(_URL, {})
+    now.clear()
+    now.update({key: st.query_params[key] for key in st.query_params})
     if st.session_state.get(_STAGE) != stage_id:
         st.session_state[_STAGE] = stage_id
         st.session_state[_ENTERED] = set()
+
+
+def new_run() -> None:
+    """A page run, or a section's own rerun: things drawn once per run start again."""
+    st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
+
+
+def url_now() -> dict[str, str]:
+    """The page's URL parameters, kept up to date by every write, in a plain dict that
+    stays the same object for the session: a download made later, outside any run,
+    reads the URL of the moment it is asked for."""
+    return st.session_state.setdefault(_URL, {})
 
 
 def current_stage() -> str:
@@ -120,13 +138,16 @@ def bad_value_note(label: str | None) -> None:
 
 def write_url(key: str, value: Any, default: Any, codec: Codec) -> None:
     """Keep the URL in step: the value when it differs from its default, else nothing."""
+    now = url_now()
     if value == default:
         if key in st.query_params:
             del st.query_params[key]
+        now.pop(key, None)
         return
     text = codec.encode(value)
     if st.query_params.get(key) != text:
         st.query_params[key] = text
+    now[key] = text
 
 
 def once_per_run(name: str) -> bool:

@@ -318,7 +318,7 @@ def test_a_missing_model_gives_one_translated_message(monkeypatch, lang) -> None
     def missing(*_, **__):
         raise ParameterError("trained_model_missing", "no model", path="assets/model")
 
-    monkeypatch.setattr("tinyformer.forward_pass.load_model", missing)
+    monkeypatch.setattr("ui.models.load_model", missing)
     st.cache_resource.clear()  # a run cached by an earlier test would hide the failure
     try:
         at = open_page(PAGE, lang, params=TRAINED)
