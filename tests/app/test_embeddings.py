@@ -31,6 +31,12 @@ DEFAULT_DEG = {"苹果": ["0.0", "8.1", "90.0"], "梨": ["8.1", "0.0", "81.9"],
 PEAR_ANIME = (r"\cos(\text{梨}, \text{动漫}) &= \frac{0.1\cdot0.9 + 0.7\cdot0}{0.707 \cdot 0.900}"
               r" \\[4pt] &= \frac{0.090}{0.636} = 0.141 \\[4pt] \theta &= 81.9^\circ")
 
+# The worked pair 苹果 · 梨, one string per step: dot product, lengths, cosine, angle.
+WORKED = [r"\text{苹果} \cdot \text{梨} &= 0\cdot0.1 + 0.9\cdot0.7 \\ &= 0.630",
+          r"\lVert \text{梨} \rVert &= \sqrt{0.1\cdot0.1 + 0.7\cdot0.7} = 0.707",
+          r"&= \frac{0.630}{0.900 \cdot 0.707} = \frac{0.630}{0.636} \\ &= 0.990",
+          r"\theta &= \arccos(0.990) = 8.1^\circ"]
+
 
 @pytest.fixture(scope="module", params=LANGS)
 def default_page(request):
@@ -65,7 +71,8 @@ def test_defaults(default_page) -> None:
     assert "embeddings." not in text and "errors." not in text
     assert cosines(at) == DEFAULT_COS
     assert angles(at) == DEFAULT_DEG
-    assert r"\cos(\text{苹果}, \text{梨}) = \frac{0.630}{0.636} = 0.990" in text
+    for step in WORKED:  # cos(苹果, 梨) worked out, every step shown by default
+        assert step in text
     assert [m.value for m in at.metric] == metrics(200, 0)
     assert float(at.metric[0].value) > 0.9 and abs(float(at.metric[1].value)) < 0.05
     assert "12,288" in text and "12,000" in text  # about 50 ... over 12,000, no contradiction
@@ -125,6 +132,15 @@ def test_opposite_preset_and_back() -> None:
     assert angles(at)["苹果"] == ["0.0", "8.1", "180.0"]
     next(b for b in at.button if "default" in b.label).click().run()
     assert cosines(at) == DEFAULT_COS
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
+    at = open_page(PAGE, params={"embeddings.hand.step": str(step)})
+    assert_clean(at)
+    text = page_text(at)
+    assert [s in text for s in WORKED] == [k < step for k in range(4)]
+    assert cosines(at) == DEFAULT_COS  # the tables below are not part of the steps
 
 
 def test_shared_link_reproduces_the_plane() -> None:
