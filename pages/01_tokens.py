@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
 cell = explain.cell_name
@@ -52,7 +52,7 @@ def p_cell(i: int, j: int, value, kind: str, d: int) -> str:
 with stage_page("tokens"):
     vocab = CharVocab.from_corpus(corpus_text())  # 518 characters: ~0.05 ms a run
     # --- 1. Text to token IDs ---------------------------------------------------------
-    st.subheader(t("tokens.ids_title"))
+    section(t("tokens.ids_title"))
     sentence = text("text", t("tokens.text_label", limit=MAX_LEN), Q1, MAX_LEN)
     with st.container(horizontal=True):
         for question in (Q1, Q2):
@@ -73,7 +73,7 @@ with stage_page("tokens"):
     choice_exercise("rows", t("tokens.ex_question"),
                     [t("tokens.ex_a"), t("tokens.ex_b"), t("tokens.ex_c"), t("tokens.ex_d")],
                     correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
-    st.subheader(t("tokens.lookup_title"))
+    section(t("tokens.lookup_title"))
     c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
     with c_d:
         d = number("d", t("tokens.d_label"), 4, 16, 8, gesture="slider")
@@ -101,7 +101,7 @@ with stage_page("tokens"):
                 r",\ ".join(lookups) + rf",\quad X \in \mathbb{{R}}^{{{n} \times {d}}}")
 
         # --- 3. Positions ------------------------------------------------------------------
-        st.subheader(t("tokens.pos_title"))
+        section(t("tokens.pos_title"))
         st.markdown(t(f"tokens.pos_lead_{kind}", rows=MAX_LEN))
         side_by_side(
             (t("tokens.p_table", n=n, d=d), tr.positions,
@@ -122,7 +122,7 @@ with stage_page("tokens"):
     number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
         t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + P_{{{pb},0}})"
         rf" = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)} = {num(gap)}"))
-    st.subheader(t("tokens.same_title"))
+    section(t("tokens.same_title"))
     st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
     view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
     twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
@@ -138,7 +138,7 @@ with stage_page("tokens"):
                  gap_before=num(same.gap_rows), gap_after=num(same.gap_summed)),
                icon=":material/compare_arrows:")
     # --- 5. A batch: left padding ---------------------------------------------------------
-    st.subheader(t("tokens.batch_title"))
+    section(t("tokens.batch_title"))
     st.markdown(t("tokens.batch_lead"))
     second = text("text2", t("tokens.text2_label", limit=MAX_LEN), Q2, MAX_LEN)
     batch = vocab.batch_encode([sentence, second])

@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import stage_page
+from ui.page import section, stage_page
 
 WORD, CHAR = "运费", "费"  # the trained model reads characters: 费 completes the word 运费
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
@@ -73,7 +73,7 @@ def random_view() -> None:
     with shown_errors():
         cmp = compare_in_context(Q1_WORDS, Q2_WORDS, WORD, int(width), int(seed))
         a, b = cmp.a, cmp.b
-        st.subheader(t("context.in_title"))
+        section(t("context.in_title"))
         number_exercise("differ", t("context.ex2_question", d=width), cmp.inputs_differ,
                         t("context.ex2_steps", row=", ".join(num(v, 2) for v in a.input_row),
                           n=cmp.inputs_differ), tolerance=0, decimals=0)
@@ -83,7 +83,7 @@ def random_view() -> None:
         (st.success if cmp.inputs_differ == 0 else st.warning)(t(
             "context.same_input" if cmp.inputs_differ == 0 else "context.inputs_differ",
             d=a.x.shape[1], n=cmp.inputs_differ))
-        st.subheader(t("context.read_title"))
+        section(t("context.read_title"))
         st.markdown(t("context.read_lead"))
         for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
             st.markdown(f"**{question}**")
@@ -93,7 +93,7 @@ def random_view() -> None:
         number_exercise("part", t("context.ex3_question", v=vec(b.v[j])),
                         float(b.contributions[j, 0]), explain.formula(t("context.ex3_steps"), part(
                             "退货", 1, b.weights[j], b.v[j, 0], b.contributions[j, 0])))
-        st.subheader(t("context.parts_title"))
+        section(t("context.parts_title"))
         st.markdown(t("context.parts_lead"))
         style = diverging(a.contributions, b.contributions)
         for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
@@ -104,7 +104,7 @@ def random_view() -> None:
                         lambda w, c, r=r: part(r.words[w], c + 1, r.weights[w], r.v[w, c],
                                                r.contributions[w, c]), style)
             col.latex(rf"o{sup} = \sum_j a{sup}_j v_j = {latex_vec(r.output)}")
-        st.subheader(t("context.diff_title"))
+        section(t("context.diff_title"))
         formula(r"o^{(1)} - o^{(2)} = \sum_w \big(a^{(1)}_w - a^{(2)}_w\big)\,v_w",
                 rf"o^{{(1)}} - o^{{(2)}} = {latex_vec(cmp.difference)}")
         st.markdown(t("context.weights_moved") + "\n\n" + t("context.shares_lead"))
@@ -121,14 +121,14 @@ def trained_view() -> None:
     with shown_errors():
         cmp = trained_run(TWINS[twin])
         a, b, w = cmp.a, cmp.b, cmp.a.rows.shape[1]
-        st.subheader(t("context.t_rows_title", char=CHAR))
+        section(t("context.t_rows_title", char=CHAR))
         st.markdown(t(f"context.t_rows_{'same' if cmp.same_position else 'moved'}", char=CHAR,
                       pa=a.at, pb=b.at))
         st.table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
                                t("context.t_largest"): [num(x) for x in cmp.largest]},
                               index=[t(f"context.stage_{k}", b=(i or 0) + 1)
                                      for k, i in cmp.stages]))
-        st.subheader(t("context.t_read_title", char=CHAR))
+        section(t("context.t_read_title", char=CHAR))
         st.markdown(t("context.t_read_lead", char=CHAR))
         labels = [t("context.head_label", b=b + 1, h=h + 1) for b, h in cmp.block_heads]
         for column, r, side in zip(st.columns(2), (a, b), "ab", strict=True):

@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import device_name, stage_page
+from ui.page import device_name, section, stage_page
 
 VOCAB, MAX_LEN = 50, 16  # the article's vocabulary and position table
 QUESTIONS = {"q1": Q1, "q2": Q2}  # what the trained model reads
@@ -99,7 +99,7 @@ with stage_page("forward", uses_device=True):
                     ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"], correct=0,
                     explanation=t("forward.ex_explain"))
     number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
-    st.subheader(t("forward.settings"))
+    section(t("forward.settings"))
     if trained:
         question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
                                     format_func=QUESTIONS.get)]
@@ -113,8 +113,7 @@ with stage_page("forward", uses_device=True):
             seed = number("seed", t("forward.seed"), 0, 9999, 7)
         ids_text = text("ids", t("forward.ids"), ", ".join(map(str, fp.ARTICLE_IDS)), 100,
                         help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
-        causal = toggle("causal", t("forward.causal"), True)
-        ids = list(fp.ARTICLE_IDS)
+        causal, ids = toggle("causal", t("forward.causal"), True), list(fp.ARTICLE_IDS)
         with shown_errors():
             ids = fp.parse_ids(ids_text, VOCAB, MAX_LEN)
         random_weights_note()
@@ -124,7 +123,7 @@ with stage_page("forward", uses_device=True):
         c, trace, n, attention = run.model.config, run.trace, len(run.ids), run.attention
         tok = (lambda i: f"{i}「{run.names[i]}」") if trained else str  # an ID, named
         rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
-        st.subheader(t("forward.run_title"))
+        section(t("forward.run_title"))
         st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
                       device=run.model.device.type, logits=shape(trace.logits), n=n, v=c.vocab,
                       attention=shape(trace.attention_weights), hd=c.head_dim))
@@ -140,7 +139,7 @@ with stage_page("forward", uses_device=True):
                 icon=":material/arrow_forward:")
         bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
              key="top", decimals=4, x_title=t("forward.next_id"), height=260)
-        st.subheader(t("forward.walk_title"))
+        section(t("forward.walk_title"))
         names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
                  + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(run.steps)}
         chosen = run.steps[list(names).index(choice(
