@@ -247,6 +247,22 @@ def cached_causal_mask(
     return allowed.tril(diagonal=n_past)  # [n_new, n_past + n_new]
 
 
+def head_width(width: int, n_heads: int, n_kv_heads: int) -> int:
+    """The width of one head, after checking the head counts: at least one of each, the
+    width split evenly by the query heads, the query heads shared evenly by the K/V heads."""
+    if n_heads < 1 or n_kv_heads < 1:
+        raise ShapeError(
+            "heads_not_positive",
+            f"head counts must be >= 1, got {n_heads} query and {n_kv_heads} K/V heads",
+            heads=n_heads,
+            kv_heads=n_kv_heads,
+        )
+    if width % n_heads != 0:
+        raise _width_error(width, n_heads)
+    kv_group_size(n_heads, n_kv_heads)
+    return width // n_heads
+
+
 def kv_group_size(n_heads: int, n_kv_heads: int) -> int:
     """How many query heads share one K/V head (GQA); raises when they cannot share
     evenly. 1 is plain multi-head attention; n_heads is MQA."""
@@ -275,18 +291,7 @@ def _check_mha_shapes(
         raise ShapeError(
             "x_not_3d", f"x must have shape [B, N, d], got {list(x.shape)}", shape=list(x.shape)
         )
-    if n_heads < 1 or n_kv_heads < 1:
-        raise ShapeError(
-            "heads_not_positive",
-            f"head counts must be >= 1, got {n_heads} query and {n_kv_heads} K/V heads",
-            heads=n_heads,
-            kv_heads=n_kv_heads,
-        )
-    width = w_q.shape[-1]
-    if width % n_heads != 0:
-        raise _width_error(width, n_heads)
-    kv_group_size(n_heads, n_kv_heads)
-    head_dim = width // n_heads
+    head_dim = head_width(w_q.shape[-1], n_heads, n_kv_heads)
     d = x.shape[-1]
     expected = {
         "w_q": (d, n_heads * head_dim),

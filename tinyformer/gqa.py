@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinyformer.attention import MultiHeadTrace, kv_group_size, multi_head_attention
-from tinyformer.errors import ShapeError
+from tinyformer.attention import MultiHeadTrace, head_width, multi_head_attention
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,8 @@ class GQARun:
 
 def kv_columns(w: torch.Tensor, n_heads: int, n_kv_heads: int) -> torch.Tensor:
     """The first n_kv_heads head slices of a full-width projection w [d, H*hd]."""
-    if n_heads < 1 or n_kv_heads < 1:
-        raise ShapeError(
-            "heads_not_positive",
-            f"head counts must be >= 1, got {n_heads} query and {n_kv_heads} K/V heads",
-            heads=n_heads,
-            kv_heads=n_kv_heads,
-        )
-    width = w.shape[-1]
-    if width % n_heads != 0:
-        raise ShapeError(
-            "width_not_divisible",
-            f"width {width} is not divisible by {n_heads} heads",
-            width=width,
-            heads=n_heads,
-        )
-    kv_group_size(n_heads, n_kv_heads)  # the heads must share evenly
-    return w[:, : n_kv_heads * (width // n_heads)]  # [d, Hkv*hd]
+    head_dim = head_width(w.shape[-1], n_heads, n_kv_heads)
+    return w[:, : n_kv_heads * head_dim]  # [d, Hkv*hd]
 
 
 def grouped_query_attention(
