@@ -36,7 +36,7 @@ import torch
 from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
 from tinyformer.errors import ParameterError
 from tinyformer.masks import causal_mask
-from tinyformer.probe import PayerProbs, Shares, probe
+from tinyformer.probe import PayerProbs, Shares, probe, row_shares
 from tinyformer.projection import random_setup
 from tinyformer.train import TrainedModel
 
@@ -238,8 +238,3 @@ def _trained_reading(trained: TrainedModel, question: str, char: str) -> Trained
         row_shares(even, reason, item), inspection.first_token)
 
 
-def row_shares(row: torch.Tensor, reason: Sequence[int], item: Sequence[int]) -> Shares:
-    """row [N]: the weight on the reason's positions, on the item's, and on all others."""
-    rest = [j for j in range(row.shape[0]) if j not in reason and j not in item]
-    return Shares(float(row[list(reason)].sum()), float(row[list(item)].sum()),
-                  float(row[rest].sum()))

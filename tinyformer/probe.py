@@ -19,6 +19,7 @@ rather than produce an answer that would only be a guess.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -131,7 +132,7 @@ def probe(trained: TrainedModel, question: str) -> Inspection:
         reason_positions=reason,
         item_positions=item,
         heads=_head_shares(attention[:, :, -1, :], reason, item),
-        uniform=_shares(torch.full((len(ids),), 1 / len(ids)), reason, item),
+        uniform=row_shares(torch.full((len(ids),), 1 / len(ids)), reason, item),
         first_token=first,
         word=word,
         greedy_answer=answer,
@@ -159,13 +160,13 @@ def _head_shares(
 ) -> tuple[HeadShare, ...]:
     """rows [L, H, N]: each head's answering row."""
     return tuple(
-        HeadShare(block, head, _shares(rows[block, head], reason, item))
+        HeadShare(block, head, row_shares(rows[block, head], reason, item))
         for block in range(rows.shape[0])
         for head in range(rows.shape[1])
     )
 
 
-def _shares(row: torch.Tensor, reason: tuple[int, ...], item: tuple[int, ...]) -> Shares:
+def row_shares(row: torch.Tensor, reason: Sequence[int], item: Sequence[int]) -> Shares:
     """row [N]: the weight on the reason's positions, the item's, and all others."""
     others = [i for i in range(row.shape[0]) if i not in reason and i not in item]
     return Shares(
