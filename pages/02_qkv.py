@@ -14,6 +14,7 @@ from ui.i18n import t
 from ui.inputs import choice, matrix_input, number, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import section, stage_page
+from ui.reveal import Stepper
 
 X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
 W_DEFAULTS = {"q": [[-1, 0], [0, 1], [0, 0]], "k": [[0, 1], [1, 0], [0, 2]],
@@ -24,8 +25,8 @@ cell = explain.cell_name
 
 def scores_map(trace, q: str, k: str, name: str, icon: str) -> None:
     """A score table, what it shows (symmetry, best matches), and its note."""
-    st.markdown(f"**{t(f'qkv.scores_{name}')}**")
     heatmap(trace.scores, TAIL4, TAIL4, key=f"s_{name}", **diverging(trace.scores),
+            title=t(f"qkv.scores_{name}"),
             explain=lambda i, j: explain.dot(t("qkv.cell_score", i=TAIL4[i], j=TAIL4[j]),
                                              cell("s", i, j), trace.q[i], trace.k[j],
                                              trace.scores[i, j], lhs=rf"{q}_{i} \cdot {k}_{j}"))
@@ -52,56 +53,57 @@ def average_cell(who: str, sentence, j: int) -> str:
                            rf"\frac{{{terms}}}{{{len(column)}}} = {num(sentence.average[0, j])}")
 
 
+def row_steps(x, proj, weights: dict, i: int, dec: int) -> None:
+    """Row i through the three matrices, one step each: x_i, then q_i, k_i, v_i."""
+    small = x.shape[1] <= 6 and proj.q.shape[1] <= 6  # larger: names, not every number
+    lines = [rf"x_{{{i}}} = {short_vec(x[i])}"] + [
+        rf"\begin{{aligned}}{n}_{{{i}}} = x_{{{i}}} W_{n} &= "
+        + (rf"{latex_vec(x[i], dec)}{latex_matrix(w, dec)}" if small else rf"x_{{{i}}} W_{n}")
+        + rf" \\ &= {short_vec(getattr(proj, n)[i])}\end{{aligned}}" for n, w in weights.items()]
+    steps = Stepper("hand", [t(f"qkv.step_{n}", w=TAIL4[i]) for n in "xqkv"])
+    for k, line in enumerate(lines, start=1):
+        if steps.shows(k):
+            st.markdown(f"**{k} · {steps.labels[k - 1]}**")
+            formula(line)
+
+
 with stage_page("qkv"):
-    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     gloss(TAIL4)
     section(t("qkv.inputs_title"))
-    if toggle("rand", t("qkv.random"), False):
-        with st.container(horizontal=True, gap="large"):
+    rand = toggle("rand", t("qkv.random"), False)
+    left, right = st.columns([11, 9])  # the inputs, and beside them one row's projections
+    with left:
+        if rand:
             d = number("d", t("qkv.d"), 2, 16, 8, gesture="slider")
             d_k = number("dk", t("qkv.d_k"), 1, 16, 4, gesture="slider")
             seed = number("seed", t("qkv.seed"), 0, 999, 0, gesture="slider")
-        st.markdown(t("qkv.random_lead"))
-        random_weights_note()
-        x, w_q, w_k, w_v = pj.random_setup(len(TAIL4), d, d_k, torch.Generator().manual_seed(seed))
-    else:
-        seed = 0
-        st.markdown(t("qkv.inputs_lead"))
-        cols = st.columns(4)
-        with cols[0]:
+            st.markdown(t("qkv.random_lead"))
+            random_weights_note()
+            x, w_q, w_k, w_v = pj.random_setup(4, d, d_k, torch.Generator().manual_seed(seed))
+        else:
+            seed = 0
+            st.markdown(t("qkv.inputs_lead"))
             x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
-            st.latex(rf"X = {latex_matrix(x, places(x))}")
-        ws = []
-        for col, (n, default) in zip(cols[1:], W_DEFAULTS.items(), strict=True):
-            with col:
-                ws.append(matrix_input(f"W{n}", f"W_{n} [3 × 2]", default, rows=3, sliders=True,
-                                       slider_labels=[f"W_{n}[{r},{c}]" for r in (0, 1, 2)
-                                                      for c in (0, 1)]))
-                st.latex(rf"W_{n} = {latex_matrix(ws[-1], places(ws[-1]))}")
-        w_q, w_k, w_v = ws
+            w_q, w_k, w_v = (matrix_input(f"W{n}", f"W_{n} [3 × 2]", w, rows=3, sliders=True,
+                             slider_labels=[f"W_{n}[{r},{c}]" for r in range(3) for c in range(2)])
+                             for n, w in W_DEFAULTS.items())
     proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
     dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
-
-    # --- Q, K and V side by side, and the formula for one row --------------------------
+    with right:
+        i = choice("row", t("qkv.row"), list(range(len(TAIL4))), 0, format_func=TAIL4.__getitem__)
+        row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, i, dec)
+    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     section(t("qkv.qkv_title"))
     st.markdown(t("qkv.qkv_lead"))
     places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
     for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):
         with col:
-            st.markdown(f"**{name.upper()} = X W_{name}** [{len(TAIL4)} × {w.shape[1]}]")
             out = getattr(proj, name)  # [4, d_k]; a click shows x_i · W[:, j]
             heatmap(out, [str(j) for j in range(out.shape[1])], TAIL4, key=f"{name}_map",
-                    **diverging(out), explain=lambda i, j, n=name, w=w, out=out: explain.dot(
+                    **diverging(out), title=f"{name.upper()} = X W_{name} [{len(TAIL4)} × "
+                    f"{w.shape[1]}]", explain=lambda i, j, n=name, w=w, out=out: explain.dot(
                         t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
                         w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
-    i = choice("row", t("qkv.row"), list(range(len(TAIL4))), 0, format_func=TAIL4.__getitem__)
-    small = x.shape[1] <= 6 and proj.q.shape[1] <= 6  # larger: names, not every number
-    for name, w in (("q", w_q), ("k", w_k), ("v", w_v)):
-        formula(rf"{name.upper()} = XW_{name},\quad {name}_i = x_i W_{name}",
-                rf"{name}_{{{i}}} = " + (rf"{latex_vec(x[i], dec)}{latex_matrix(w, dec)}" if small
-                                         else rf"x_{{{i}}} W_{name}")
-                + f" = {short_vec(getattr(proj, name)[i])}")
-
     # --- Exercises first, then the score table that answers them ------------------------
     number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]), float(proj.scores[3, 0]),
                     explain.dot(t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],

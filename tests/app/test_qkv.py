@@ -29,9 +29,10 @@ W = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
      "Wv": [[1, 0], [0, 2], [1, 1]]}
 # At the defaults: q_3 = [-1, -1], k_0 = [0, 3], so s_{3,0} = -3 (the numeric exercise).
 DEFAULT_NUMBERS = [
-    r"q_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}\begin{bmatrix}-1 & 0 \\ 0 & 1 \\ 0 & 0"
-    r"\end{bmatrix} = \begin{bmatrix}-1.000 & 0.000\end{bmatrix}",
-    r"k_{0} = \begin{bmatrix}1 & 0 & 1\end{bmatrix}",
+    r"x_{0} = \begin{bmatrix}1.000 & 0.000 & 1.000\end{bmatrix}",
+    r"q_{0} = x_{0} W_q &= \begin{bmatrix}1 & 0 & 1\end{bmatrix}\begin{bmatrix}-1 & 0 \\ 0 & 1 "
+    r"\\ 0 & 0\end{bmatrix} \\ &= \begin{bmatrix}-1.000 & 0.000\end{bmatrix}",
+    r"k_{0} = x_{0} W_k &= \begin{bmatrix}1 & 0 & 1\end{bmatrix}",
     r"= \begin{bmatrix}0.000 & 3.000\end{bmatrix}",
     r"= \begin{bmatrix}2.000 & 1.000\end{bmatrix}",
     "「运费」 reading 「？」 scores 1.000, but 「？」 reading 「运费」 scores -3.000",
@@ -133,9 +134,20 @@ def test_shared_link_with_another_x_and_row():
     assert has_table(at, trace(x_t).scores, TOKENS)
     assert has_table(at, identity_qkv(x_t).scores, TOKENS)
     text = page_text(at)
-    assert r"q_{3} = \begin{bmatrix}1 & 1 & 1\end{bmatrix}" in text
+    assert r"q_{3} = x_{3} W_q &= \begin{bmatrix}1 & 1 & 1\end{bmatrix}" in text
     assert r"= \begin{bmatrix}-1.000 & 1.000\end{bmatrix}" in text  # q_3 = [-1, 1]
     assert "？ → 承担" in text
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step):
+    at = open_page(PAGE, params={"qkv.hand.step": str(step), "qkv.row": "3"})  # 「？」
+    assert_clean(at)
+    text = page_text(at)
+    shown = [rf"{n}_{{3}} = x_{{3}} W_{n}" in text for n in "qkv"]
+    assert [r"x_{3} = \begin{bmatrix}1.000 & -1.000 & 0.000" in text, *shown] == \
+        [k < step for k in range(4)]
+    assert has_table(at, trace().q, columns(2))  # the tables are not steps: always there
 
 
 def test_random_weights_from_a_shared_link_are_labelled():
