@@ -15,6 +15,7 @@ from ui.hand_example import hand_example_inputs
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.page import section, stage_link, stage_page
+from ui.reveal import Stepper
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
@@ -36,24 +37,28 @@ with stage_page("scaling"):
     section(t("scaling.hand_title"))
     q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
     hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
-    st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
-    formula(r"s_j = q \cdot k_j",
-            rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])} \\ "
-            rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}\end{{gathered}}")
-    st.markdown(t("scaling.length_note"))
+    steps = Stepper("hand", [t(f"scaling.step_{k}") for k in ("scores", "scaled", "softmax")])
+    if steps.shows(1):
+        st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
+        formula(r"s_j = q \cdot k_j",
+                rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])} \\ "
+                rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}\end{{gathered}}")
+    if steps.shows(2):
+        st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
+        formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
+                rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
+                rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = "
+                rf"{latex_vec(hand.scaled)}")
+    if steps.shows(3):
+        st.markdown(f"**3 · {t('scaling.step_softmax')}** — {t('scaling.softmax_preview')}")
+        st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
+                      scaled=vec(hand.weights_scaled), dk=hand.d_k))
+        stage_link("softmax")
+    st.markdown(t("scaling.length_note"))  # an aside to step 1, after the steps
     formula(r"q \cdot k = |q|\,|k|\cos\theta", r"\begin{gathered}" + r" \\ ".join(
         rf"s_{n} = {num(hand.q_norm)} \cdot {num(hand.key_norms[i])} \cdot "
         rf"{cosine(float(hand.cosines[i]), n)} = {num(hand.scores[i])}"
         for i, n in enumerate("AB")) + r"\end{gathered}")
-    st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
-    formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
-            rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
-            rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = "
-            rf"{latex_vec(hand.scaled)}")
-    st.markdown(f"**3 · {t('scaling.step_softmax')}** — {t('scaling.softmax_preview')}")
-    stage_link("softmax")
-    st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
-                  scaled=vec(hand.weights_scaled), dk=hand.d_k))
 
     # --- Why the variance is d_k: predict first, then derive, then measure ----------
     section(t("scaling.why_title"))

@@ -56,6 +56,18 @@ def test_defaults_show_the_worked_numbers(lang):
     assert "softmax" in links  # the softmax preview links to stage 5
 
 
+@pytest.mark.parametrize(("step", "shown", "hidden"), [
+    ("1", r"s_A = 1\cdot1 + 0\cdot0 = 1.000", [r"{\sqrt{2}}", "[0.670, 0.330]"]),
+    ("2", r"{\sqrt{2}}", ["[0.670, 0.330]"]),
+    ("3", "[0.670, 0.330]", [])])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step, shown, hidden):
+    at = open_page(PAGE, params={"scaling.hand.step": step})
+    assert_clean(at)
+    text = page_text(at)
+    assert shown in text and not [h for h in hidden if h in text]
+    assert r"s_A = 1.000 \cdot 1.000 \cdot 1.000 = 1.000" in text  # the aside is no step
+
+
 def test_default_experiment_measures_saturation():
     at = open_page(PAGE)
     assert_experiment_shown(at, 64, 0)
