@@ -15,6 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import section, stage_link, stage_page
+from ui.reveal import Stepper
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
 INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next token
@@ -29,11 +30,18 @@ def explain_m(lead: str, i: int, j: int, allowed: bool) -> str:
                            + ("0" if allowed else r"-\infty"))
 
 
-with stage_page("masks"):
-    choice_exercise("later", t("masks.ex_question"),
-                    [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
-                    explanation=t("masks.ex_explain"))
+def weight_checks(att, allowed: torch.Tensor) -> None:
+    """Blocked weights are exactly 0; rows with nothing to read are named."""
+    blocked = att.weights[~allowed]  # every weight whose key is blocked: [n_blocked]
+    exact = bool((blocked == 0).all())
+    (st.success if exact else st.error)(t("masks.zero_check" if exact else "masks.zero_check_fail",
+                                          n=blocked.numel(), sums=vec(att.weights.sum(-1))))
+    empty = [f"{PADDED[i]} ({i})" for i in range(N) if not allowed[i].any()]
+    if empty:
+        st.warning(t("masks.empty_rows", rows=", ".join(empty)), icon=":material/block:")
 
+
+with stage_page("masks"):
     # --- 1. Why: every position predicts the next token ------------------------------
     section(t("masks.task_title"))
     st.markdown(t("masks.task_lead", text="".join(TEXT)))
@@ -47,6 +55,9 @@ with stage_page("masks"):
     st.markdown(t("masks.self_note", word=INPUTS[-1], target=TARGETS[-1], pos=len(INPUTS) - 1))
 
     # --- 2. The causal mask, as the matrix M added to the scores ---------------------
+    choice_exercise("later", t("masks.ex_question"),
+                    [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
+                    explanation=t("masks.ex_explain"))
     section(t("masks.causal_title"))
     st.markdown(t("masks.causal_lead"))
     causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
@@ -98,12 +109,13 @@ with stage_page("masks"):
                          rows=6)
     att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
 
-    def explain_score(i: int, j: int) -> str:
+    def explain_score(i: int, j: int, masked: bool = True) -> str:
         name = explain.cell_name(r"\tilde s", i, j)
-        if not allowed[i, j]:
+        if masked and not allowed[i, j]:
             return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
                                    r"(-\infty) = -\infty")
-        return explain.dot(reason(i, j), name, Q[i], K[j], float(att.masked[i, j]), scale_by=2)
+        return explain.dot(reason(i, j) if masked else t("masks.cell_scaled", i=PADDED[i],
+                           j=PADDED[j]), name, Q[i], K[j], float(att.scaled[i, j]), scale_by=2)
 
     def explain_weight(i: int, j: int) -> str:
         name = explain.cell_name("a", i, j)
@@ -117,19 +129,20 @@ with stage_page("masks"):
     with exercise:
         number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
                         explain_weight(2, 2))
-    left, right = st.columns(2)
-    with left:
-        st.markdown(f"**{t('masks.after')}**")
-        heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score)
-    with right:
-        st.markdown(f"**{t('masks.weights')}**")
-        heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
-                zmin=0, zmax=1, colorscale="Oranges")
-    blocked = att.weights[~allowed]  # every weight whose key is blocked: [n_blocked]
-    exact = bool((blocked == 0).all())
-    (st.success if exact else st.error)(t("masks.zero_check" if exact else "masks.zero_check_fail",
-                                          n=blocked.numel(), sums=vec(att.weights.sum(-1))))
-    empty = [f"{PADDED[i]} ({i})" for i in range(N) if not allowed[i].any()]
-    if empty:
-        st.warning(t("masks.empty_rows", rows=", ".join(empty)), icon=":material/block:")
+    steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
+    top, bottom = st.columns(2), st.columns(2)
+    if steps.shows(1):
+        with top[0]:
+            heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",
+                    explain=lambda i, j: explain_score(i, j, masked=False))
+    if steps.shows(2):
+        with top[1]:
+            heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
+                    title=f"2 · {steps.labels[1]}")
+    if steps.shows(3):
+        with bottom[0]:
+            heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
+                    zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
+        with bottom[1]:
+            weight_checks(att, allowed)
     st.caption(t("masks.not_explanation"))

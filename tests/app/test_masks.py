@@ -48,12 +48,13 @@ def expected_weights(q, k, causal: bool, pad: bool) -> list[list[str]]:
 
 
 def cells(at, index: int) -> list[list[str]]:
-    """The page's tables in order: targets, causal M, mask in use, masked scores, weights."""
+    """The page's tables in order: targets, causal M, mask in use, scaled scores, masked
+    scores, weights."""
     return tables(at)[index].values.tolist()
 
 
 def weights(at) -> list[list[str]]:
-    return cells(at, 4)
+    return cells(at, 5)
 
 
 def test_renders_in_both_languages_with_targets_and_the_chain_rule(lang: str) -> None:
@@ -89,8 +90,9 @@ def test_mask_in_use_blocks_padding_and_the_future() -> None:
 
 def test_default_scores_and_weights() -> None:
     at = open_page(PAGE)
-    assert cells(at, 3)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
-    assert all(cell == INF for cell in cells(at, 3)[0] + cells(at, 3)[1])
+    assert cells(at, 3)[3] == ["0.707", "0.707", "0.000", "0.707", "0.707", "0.354"]  # 谁
+    assert cells(at, 4)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
+    assert all(cell == INF for cell in cells(at, 4)[0] + cells(at, 4)[1])
     w = weights(at)
     assert w == expected_weights(Q0, K0, causal=True, pad=True)
     assert w[3][2:4] == ["0.330", "0.670"]
@@ -100,6 +102,16 @@ def test_default_scores_and_weights() -> None:
     assert "[0.000, 0.000, 1.000, 1.000, 1.000, 1.000]" in text
     assert "Fully blocked rows: [PAD] (0), [PAD] (1)" in text
     assert "allows only itself and earlier positions" in text
+
+
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
+    at = open_page(PAGE, params={"masks.hand.step": str(step)})
+    assert_clean(at)
+    frames = tables(at)[3:]  # after the targets and the two masks: the steps only
+    assert len(frames) == step
+    assert frames[-1].values.tolist()[3][3] == ("0.670" if step == 3 else "0.707")
+    assert ("all 26 blocked weights are exactly 0" in page_text(at)) == (step == 3)
 
 
 def test_padding_off_lets_real_tokens_read_pad() -> None:
@@ -205,3 +217,11 @@ def test_clicked_blocked_cells_and_empty_rows(lang: str) -> None:
     assert cat["masks.cell_empty_row"].format(i="[PAD]", pi=0) in text
     at = open_page(PAGE, lang, params={"masks.weights_map": "3,5"})
     assert r"a_{3,5} = e^{-\infty}" in explanations(at)
+
+
+def test_a_scaled_score_before_the_mask_explains_itself(lang: str) -> None:
+    at = open_page(PAGE, lang, params={"masks.raw_map": "3,4"})  # 谁 reading a later 承担
+    assert_clean(at)
+    text = explanations(at)
+    assert catalogue(lang)["masks.cell_scaled"].format(i="谁", j="承担") in text
+    assert r"\frac{0\cdot1 + 1\cdot1}{\sqrt{2}} = \frac{1.000}{1.414} = 0.707" in text
