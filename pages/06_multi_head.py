@@ -20,6 +20,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import section, stage_page
+from ui.reveal import Stepper
 
 WIDTH, N = 8, len(TAIL6)
 APPLE = ("苹果", "放进", "冰箱", "，", "它", "会", "保鲜")  # the article's sentence
@@ -43,69 +44,71 @@ def head_maps(tr: MultiHeadTrace, key: str, label, lead) -> None:
     for start in range(0, tr.n_heads, per_row):
         for h, col in zip(range(start, start + per_row), st.columns(per_row), strict=False):
             with col:
-                st.markdown(label(h))
                 heatmap(tr.weights[0, h], TAIL6, TAIL6, key=f"{key}{h}", zmin=0, zmax=1,
-                        colorscale="Oranges",
+                        colorscale="Oranges", title=label(h),
                         explain=lambda i, j, h=h: head_cell(tr, h, i, j, lead(h, i, j)))
 
 
-with stage_page("multihead"):
-    choice_exercise("shapes", t("multihead.ex_question"),
-                    [t("multihead.ex_a"), t("multihead.ex_b"), t("multihead.ex_c")], correct=0,
-                    explanation=t("multihead.ex_explain"))
+def shape_table(x, tr: MultiHeadTrace) -> None:
+    """Every step's shape, symbolic and live, and what it holds."""
+    rows = [("x", "[B, N, 8]", shape(x)), ("q_full", "[B, N, 8]", shape(merge_heads(tr.q))),
+            ("split", "[B, H, N, 8/H]", shape(tr.q)),
+            ("weights", "[B, H, N, N]", shape(tr.weights)),
+            ("heads_out", "[B, H, N, 8/H]", shape(tr.heads_output)),
+            ("concat", "[B, N, 8]", shape(tr.concat)), ("output", "[B, N, 8]", shape(tr.output))]
+    st.table(pd.DataFrame(
+        [[t(f"multihead.step_{k}"), sym, now, t(f"multihead.what_{k}")] for k, sym, now in rows],
+        columns=[t(f"multihead.col_{c}") for c in ("step", "symbolic", "live", "what")]))
 
-    # --- Heads split the width -------------------------------------------------------
-    section(t("multihead.split_title"))
-    c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
-    with c1:
-        heads = choice("heads", t("multihead.heads"), [1, 2, 3, 4, 8], 2)
-    with c2:
-        seed = number("seed", t("multihead.seed"), 0, 9999, 0)
-    with c3:
-        causal = toggle("causal", t("multihead.causal"), True)
-    random_weights_note()
+
+with stage_page("multihead"):
     gloss(TAIL6)
+    section(t("multihead.split_title"))
+    left, right = st.columns([2, 3])  # the question and the settings, beside the split
+    with left:
+        choice_exercise("shapes", t("multihead.ex_question"),
+                        [t("multihead.ex_a"), t("multihead.ex_b"), t("multihead.ex_c")],
+                        correct=0, explanation=t("multihead.ex_explain"))
+        heads = choice("heads", t("multihead.heads"), [1, 2, 3, 4, 8], 2)
+        c1, c2 = st.columns(2, vertical_alignment="bottom")
+        with c1:
+            seed = number("seed", t("multihead.seed"), 0, 9999, 0)
+        with c2:
+            causal = toggle("causal", t("multihead.causal"), True)
+        random_weights_note()
     x, w_q, w_k, w_v, w_o = random_mha_setup(N, WIDTH, torch.Generator().manual_seed(seed))
-    mask = attention_mask(N, causal=causal)
-    with shown_errors():
+    mask, tr = attention_mask(N, causal=causal), None
+    with right, shown_errors():
         tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads, mask=mask)
         hd, q_full = tr.head_dim, merge_heads(tr.q)[0]  # q_full [N, 8]: heads side by side
+        steps = Stepper("hand", [t(f"multihead.reveal_{k}") for k in ("split", "heads", "out")])
+        if steps.shows(1):
+            st.markdown(f"**1 · {steps.labels[0]}**")
+            formula(r"d_{head} = \frac{d}{H}", rf"d_{{head}} = \frac{{8}}{{{heads}}} = {hd}")
+            cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c: head c // hd
+            heatmap(q_full, cols, TAIL6, key="q", **diverging(q_full), height=300,
+                    title=t("multihead.q_title"), explain=lambda i, c: explain.dot(
+                        t("multihead.cell_q", i=TAIL6[i], c=c, h=c // hd),
+                        explain.cell_name("q", i, c), x[0, i], w_q[:, c], q_full[i, c],
+                        per_line=4, lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
+    if tr is not None:
         st.info(t("multihead.split_note", heads=heads, hd=hd, n=N), icon=":material/splitscreen:")
-        rows = [("x", "[B, N, 8]", shape(x)), ("q_full", "[B, N, 8]", shape(merge_heads(tr.q))),
-                ("split", "[B, H, N, 8/H]", shape(tr.q)),
-                ("weights", "[B, H, N, N]", shape(tr.weights)),
-                ("heads_out", "[B, H, N, 8/H]", shape(tr.heads_output)),
-                ("concat", "[B, N, 8]", shape(tr.concat)),
-                ("output", "[B, N, 8]", shape(tr.output))]
-        st.table(pd.DataFrame(
-            [[t(f"multihead.step_{k}"), sym, now, t(f"multihead.what_{k}")]
-             for k, sym, now in rows],
-            columns=[t(f"multihead.col_{c}") for c in ("step", "symbolic", "live", "what")]))
-        formula(r"d_{head} = \frac{d}{H}",
-                rf"d_{{head}} = \frac{{8}}{{{heads}}} = {hd}")
-
-        st.markdown(f"**{t('multihead.q_title')}**")
-        cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c belongs to head c // hd
-        heatmap(q_full, cols, TAIL6, key="q", **diverging(q_full),
-                explain=lambda i, c: explain.dot(
-                    t("multihead.cell_q", i=TAIL6[i], c=c, h=c // hd), explain.cell_name("q", i, c),
-                    x[0, i], w_q[:, c], q_full[i, c], per_line=4,
-                    lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
-
-        st.markdown(f"**{t('multihead.per_head')}**")
-        head_maps(tr, "head",
-                  label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
-                                  lo=h * hd, hi=(h + 1) * hd - 1),
-                  lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i], j=TAIL6[j], hd=hd))
-
-        st.markdown(f"**{t('multihead.output_title')}**")
-        formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
-                r"\mathrm{head}_{H-1})\, W_o")
-        heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
-                **diverging(tr.output), explain=lambda i, c: explain.dot(
-                    t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
-                    tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
-        st.caption(t("multihead.params_note"))
+        if steps.shows(2):
+            st.markdown(f"**2 · {steps.labels[1]}**")
+            head_maps(tr, "head", lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i],
+                                                        j=TAIL6[j], hd=hd),
+                      label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
+                                        lo=h * hd, hi=(h + 1) * hd - 1))
+        if steps.shows(3):
+            st.markdown(f"**3 · {steps.labels[2]}**")
+            formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
+                    r"\mathrm{head}_{H-1})\, W_o")
+            heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
+                    **diverging(tr.output), explain=lambda i, c: explain.dot(
+                        t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
+                        tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
+            st.caption(t("multihead.params_note"))
+        shape_table(x, tr)
     st.markdown(t("multihead.roles"))
     gloss(APPLE)
 

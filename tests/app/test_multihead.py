@@ -63,7 +63,8 @@ def table_with(at, columns: list[str]) -> list[list[str]]:
 
 
 def shapes(at) -> list[str]:
-    return tables(at)[0].iloc[:, 2].tolist()  # the "shape now" column
+    (frame,) = [f for f in tables(at) if f.shape == (7, 4)]  # step, shape, shape now, what
+    return frame.iloc[:, 2].tolist()
 
 
 Q_COLUMNS = [f"h{c // 4}·{c % 4}" for c in range(8)]
@@ -107,6 +108,19 @@ def test_changing_heads_splits_the_width_not_the_sentence(heads: int, split: str
     assert head_tables(at)[:heads] == [grid(w) for w in weights]
     assert table_with(at, [str(c) for c in range(8)]) == grid(output)
     assert at.query_params["multihead.heads"] == str(heads)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
+    at = open_page(PAGE, params={"multihead.hand.step": str(step)})
+    assert_clean(at)
+    weights, q, output = expected(0, 2)
+    gqa, _, _ = expected(0, 4, kv=2)
+    assert table_with(at, Q_COLUMNS) == grid(q)  # step 1: the split
+    assert head_tables(at) == [grid(w) for w in (*weights, *gqa)][(0 if step > 1 else 2):]
+    outputs = [f for f in tables(at) if list(f.columns) == [str(c) for c in range(8)]]
+    assert len(outputs) == (1 if step == 3 else 0)
+    assert len(shapes(at)) == 7  # the summary of shapes is not a step
 
 
 def test_three_heads_is_one_clear_error_and_gqa_still_runs(lang: str) -> None:
