@@ -16,11 +16,12 @@ from tinyformer.kv_cache import (
 from ui.charts import bars
 from ui.exercise import choice_exercise, number_exercise
 from ui.fmt import places, short
-from ui.formula import formula
+from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import shown_errors
 from ui.page import section, stage_page
+from ui.reveal import Stepper
 
 BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
 SYMBOLS = r"L \times H_{kv} \times d_{head} \times N \times 2 \times b"
@@ -36,12 +37,10 @@ def exact(n_bytes: int) -> str:
     return f"{n_bytes:,}"
 
 
-def product(sizes: tuple[int, ...], total: int) -> str:
-    """The cache formula with the numbers in, on two lines (a phone is narrow):
-    32 × 8 × ... × 2, then = 1{,}073{,}741{,}824."""
-    factors = r" \times ".join(str(s) for s in sizes)
-    return (rf"\begin{{aligned}}&{factors} \\ &= {exact(total)}\end{{aligned}}"
-            .replace(",", "{,}"))
+def product(sizes: tuple[int, ...], total: int) -> tuple[str, str]:
+    """The cache formula's numbers, then its exact value, for two lines (a phone is narrow):
+    32 × 8 × ... × 2, then 1{,}073{,}741{,}824."""
+    return r" \times ".join(str(s) for s in sizes), exact(total).replace(",", "{,}")
 
 
 def apply_preset(name: str) -> None:
@@ -50,58 +49,69 @@ def apply_preset(name: str) -> None:
                              "kvcache.kvh": p.n_kv_heads, "kvcache.hd": p.head_dim})
 
 
-with stage_page("kvcache"):
-    choice_exercise("stored", t("kvcache.ex_question"),
-                    [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
-                    explanation=t("kvcache.ex_explain"))
-    worked = kv_cache_size(32, 8, 128, 8192, 2)  # Llama-3-8B at 8192 tokens, FP16
-    number_exercise(
-        "gib", t("kvcache.ex2_question"), in_unit(worked.total_bytes, "GiB"),
-        t("kvcache.ex2_steps", total=exact(worked.total_bytes), gib=human(worked.total_bytes))
-        + f"\n\n$$S_{{KV}} = {product((32, 8, 128, 8192, 2, 2), worked.total_bytes)}$$",
-        tolerance=0.01, decimals=2)
-
-    section(t("kvcache.what_title"))
-    st.markdown(t("kvcache.what"))
-    formula(r"S_{KV} = " + SYMBOLS)
-    st.caption(t("kvcache.symbols"))
-
-    section(t("kvcache.calc_title"))
-    st.markdown(t("kvcache.presets_lead"))
-    with st.container(horizontal=True):
-        for name in PRESETS:
-            st.button(name, on_click=apply_preset, args=(name,), key=f"_kvcache.preset.{name}")
-    c1, c2, c3, c4 = st.columns(4)
-    with c1:
-        layers = number("L", t("kvcache.layers"), 1, 1000, 32)
-    with c2:
-        q_heads = number("qh", t("kvcache.q_heads"), 1, 1024, 32)
-    with c3:
-        kv_heads = number("kvh", t("kvcache.kv_heads"), 1, 1024, 8)
-    with c4:
-        head_dim = number("hd", t("kvcache.head_dim"), 1, 1024, 128)
-    c5, c6 = st.columns([3, 1])
-    with c5:
-        seq = number("seq", t("kvcache.seq"), 1, 1_048_576, 8192, gesture="both")
-    with c6:
-        nbytes = choice("bytes", t("kvcache.bytes"), list(BYTES), 2, widget="select",
-                        format_func=lambda b: f"{b} ({BYTES[b]})")
-    with shown_errors():
-        sv = gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes)
-        formula(r"S_{KV} = " + SYMBOLS,
-                product((layers, kv_heads, head_dim, seq, 2, nbytes), sv.cache.total_bytes))
+def size_steps(sv, layers: int, kv_heads: int, head_dim: int, seq: int, nbytes: int) -> None:
+    """The cache built up step by step: one position, the whole sequence, against MHA."""
+    steps = Stepper("hand", [t(f"kvcache.step_{k}") for k in ("token", "sequence", "mha")])
+    if steps.shows(1):
+        st.markdown(f"**1 · {steps.labels[0]}** — {human(sv.cache.bytes_per_token)}")
+        formula_steps(r"S_{KV} / N = L \times H_{kv} \times d_{head} \times 2 \times b",
+                      *product((layers, kv_heads, head_dim, 2, nbytes), sv.cache.bytes_per_token))
+    if steps.shows(2):
+        st.markdown(f"**2 · {steps.labels[1]}** — {human(sv.cache.total_bytes)}")
+        formula_steps(r"S_{KV} = " + SYMBOLS,
+                      *product((layers, kv_heads, head_dim, seq, 2, nbytes), sv.cache.total_bytes))
+    if steps.shows(3):
+        st.markdown(f"**3 · {steps.labels[2]}**")
         m1, m2, m3 = st.columns(3)
         m1.metric(t("kvcache.cache_this", kv=kv_heads), human(sv.cache.total_bytes))
-        m2.metric(t("kvcache.cache_mha", q=q_heads), human(sv.mha_cache.total_bytes))
+        m2.metric(t("kvcache.cache_mha", q=sv.n_heads), human(sv.mha_cache.total_bytes))
         m3.metric(t("kvcache.cache_ratio"), str(sv.ratio))
         st.markdown(t("kvcache.exact", total=exact(sv.cache.total_bytes),
                       mha=exact(sv.mha_cache.total_bytes),
                       per_token=exact(sv.cache.bytes_per_token),
                       per_token_h=human(sv.cache.bytes_per_token)))
-        st.success(t(f"kvcache.saving_{sv.kind}", kv=kv_heads, q=q_heads, ratio=str(sv.ratio),
+        st.success(t(f"kvcache.saving_{sv.kind}", kv=kv_heads, q=sv.n_heads, ratio=str(sv.ratio),
                      saved=str(sv.saved), saved_bytes=exact(sv.saved_bytes),
                      saved_h=human(sv.saved_bytes)), icon=":material/savings:")
+
+
+with stage_page("kvcache"):
+    choice_exercise("stored", t("kvcache.ex_question"),
+                    [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
+                    explanation=t("kvcache.ex_explain"))
+    section(t("kvcache.calc_title"))
+    left, right = st.columns([2, 3])  # the settings, and beside them the size they give
+    with left:
+        c1, c2 = st.columns(2)
+        with c1:
+            layers = number("L", t("kvcache.layers"), 1, 1000, 32)
+            kv_heads = number("kvh", t("kvcache.kv_heads"), 1, 1024, 8)
+        with c2:
+            q_heads = number("qh", t("kvcache.q_heads"), 1, 1024, 32)
+            head_dim = number("hd", t("kvcache.head_dim"), 1, 1024, 128)
+        seq = number("seq", t("kvcache.seq"), 1, 1_048_576, 8192, gesture="both")
+        nbytes = choice("bytes", t("kvcache.bytes"), list(BYTES), 2, widget="select",
+                        format_func=lambda b: f"{b} ({BYTES[b]})")
+        st.caption(t("kvcache.presets_lead"))
+        with st.container(horizontal=True):
+            for name in PRESETS:
+                st.button(name, on_click=apply_preset, args=(name,), key=f"_kvcache.preset.{name}")
+    with right, shown_errors():
+        size_steps(gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes), layers,
+                   kv_heads, head_dim, seq, nbytes)
+    longer = kv_cache_size(32, 8, 128, 16_384, 2)  # Llama-3-8B, twice the tokens, FP16
+    factors, total = product((32, 8, 128, 16_384, 2, 2), longer.total_bytes)
+    number_exercise(
+        "longer", t("kvcache.ex2_question"), in_unit(longer.total_bytes, "GiB"),
+        t("kvcache.ex2_steps", total=exact(longer.total_bytes), gib=human(longer.total_bytes))
+        + "\n\n" + rf"$$S_{{KV}} = \begin{{aligned}}&{factors} \\ &= {total}\end{{aligned}}$$",
+        tolerance=0.01, decimals=2)
     st.caption(t("kvcache.batch_note"))
+
+    section(t("kvcache.what_title"))
+    st.markdown(t("kvcache.what"))
+    formula(r"S_{KV} = " + SYMBOLS)
+    st.caption(t("kvcache.symbols"))
 
     section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
     caches = preset_caches(seq, nbytes)

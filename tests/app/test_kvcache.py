@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import answer, assert_clean, explanations, open_page, page_text, reveal
+from tests.app.conftest import (
+    answer,
+    assert_clean,
+    explanations,
+    open_page,
+    page_text,
+    reveal,
+    text_above,
+)
 from ui.i18n import catalogue
 
 PAGE = "pages/06_kv_cache.py"
 LLAMA3 = r"32 \times 8 \times 128 \times 8192 \times 2 \times 2 \\ &= 1{,}073{,}741{,}824"
+PER_TOKEN = r"32 \times 8 \times 128 \times 2 \times 2 \\ &= 131{,}072"  # step 1: one position
+LONGER = r"32 \times 8 \times 128 \times 16384 \times 2 \times 2 \\ &= 2{,}147{,}483{,}648"
 
 
 def metrics(at) -> list[str]:
@@ -104,13 +114,29 @@ def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> 
 
 def test_exercises_in_both_languages(lang: str) -> None:
     at = open_page(PAGE, lang)
-    steps = catalogue(lang)["kvcache.ex2_steps"].format(total="1,073,741,824", gib="1 GiB")
+    steps = catalogue(lang)["kvcache.ex2_steps"].format(total="2,147,483,648", gib="2 GiB")
     assert steps not in page_text(at)  # the worked steps only after answering
     reveal(at, "kvcache.stored", 0)
     assert any(catalogue(lang)["kvcache.ex_explain"] in s.value for s in at.success)
-    answer(at, "kvcache.gib", 1.0)
-    assert steps in explanations(at) and LLAMA3 in explanations(at)
-    assert catalogue(lang)["kit.right_number"].format(answer="1.00") in [
+    answer(at, "kvcache.longer", 2.0)
+    assert steps in explanations(at) and LONGER in explanations(at)
+    assert catalogue(lang)["kit.right_number"].format(answer="2.00") in [
         s.value for s in at.success]
-    answer(at, "kvcache.gib", 4.0)
+    answer(at, "kvcache.longer", 1.0)  # the 8,192 tokens' cache is not the answer
     assert len(at.warning) == 1
+
+
+def test_exercises_come_before_what_answers_them() -> None:
+    at = open_page(PAGE)
+    assert "H_{kv}" not in text_above(at, "_kvcache.ex.stored.choice")  # no formula above it
+    above = text_above(at, "_kvcache.ex.longer.value")
+    assert LLAMA3 in above  # the calculator is above: 8,192 tokens, one sequence
+    assert "2,147,483,648" not in above and "2 GiB" not in above
+
+
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
+    at = open_page(PAGE, params={"kvcache.hand.step": str(step)})
+    assert_clean(at)
+    text = page_text(at)
+    assert [PER_TOKEN in text, LLAMA3 in text, bool(at.metric)] == [k < step for k in range(3)]
