@@ -113,6 +113,8 @@ with stage_page("scaling"):
                   rows=f"{exp.n_queries:,}"))
     shares = {t("scaling.hist_raw"): runs.saturated_raw,
               t("scaling.hist_scaled"): runs.saturated_scaled}
+    # KIT: on this log axis the dotted mark line is drawn at d_k = log10(d_k) (Plotly.js 4.2
+    # places shapes in data units); its label is right. Fix in ui.charts.lines.
     lines(list(DK_CHOICES), shares, key="sat", log_x=True, markers=True, y_range=(0, 1),
           x_title="d_k", y_title=t("scaling.sat_y"), marks={f"d_k = {d_k}": d_k})
     st.warning(t("scaling.sat_note", dk=d_k, raw=f"{exp.n_saturated_raw:,}",
@@ -126,10 +128,10 @@ with stage_page("scaling"):
                         slider_range=(-40.0, 40.0), slider_labels=["s₁", "s₂"])
     row, even = scaling.softmax_sensitivity(pair), scaling.softmax_sensitivity(torch.zeros(2))
     places_ = decimals_for([*row.weights, row.jacobian_norm])
-    formula(r"a = \mathrm{softmax}(s),\qquad \Big\| \frac{\partial a}{\partial s} \Big\|_F"
-            r" = 2\,a_1 a_2",
-            rf"a = {latex_vec(row.weights, places_)},\qquad "
+    formula(r"\begin{gathered}a = \mathrm{softmax}(s) \\ \Big\| \frac{\partial a}{\partial s}"
+            r" \Big\|_F = 2\,a_1 a_2\end{gathered}",  # one per line: phones are narrow
+            rf"\begin{{gathered}}a = {latex_vec(row.weights, places_)} \\ "
             rf"\Big\| \frac{{\partial a}}{{\partial s}} \Big\|_F = "
-            rf"{num(row.jacobian_norm, places_)}")
+            rf"{num(row.jacobian_norm, places_)}\end{{gathered}}")
     st.markdown(t("scaling.gap_note", norm=num(row.jacobian_norm, places_),
                   even=num(even.jacobian_norm)))

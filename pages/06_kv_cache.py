@@ -54,11 +54,11 @@ def size_steps(sv, layers: int, kv_heads: int, head_dim: int, seq: int, nbytes: 
     steps = Stepper("hand", [t(f"kvcache.step_{k}") for k in ("token", "sequence", "mha")])
     if steps.shows(1):
         st.markdown(f"**1 · {steps.labels[0]}** — {human(sv.cache.bytes_per_token)}")
-        formula_steps(r"S_{KV} / N = L \times H_{kv} \times d_{head} \times 2 \times b",
+        formula_steps(r"S_{KV} / N", r"L \times H_{kv} \times d_{head} \times 2 \times b",
                       *product((layers, kv_heads, head_dim, 2, nbytes), sv.cache.bytes_per_token))
     if steps.shows(2):
         st.markdown(f"**2 · {steps.labels[1]}** — {human(sv.cache.total_bytes)}")
-        formula_steps(r"S_{KV} = " + SYMBOLS,
+        formula_steps(r"S_{KV}", SYMBOLS,  # the symbols on a line of their own (phones)
                       *product((layers, kv_heads, head_dim, seq, 2, nbytes), sv.cache.total_bytes))
     if steps.shows(3):
         st.markdown(f"**3 · {steps.labels[2]}**")
@@ -121,8 +121,9 @@ with stage_page("kvcache"):
     llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
     ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
     st.markdown(t("kvcache.compare_note", ratio=str(ratio)))
-    st.table(pd.DataFrame(
-        [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes),
-          p.source] for p in PRESETS.values()],
-        columns=[t(f"kvcache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes",
-                                                 "source")]))
+    st.table(pd.DataFrame(  # six narrow columns, so that a phone shows them all
+        [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes)]
+         for p in PRESETS.values()],
+        columns=[t(f"kvcache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes")]))
+    st.caption(t("kvcache.sources", list="; ".join(f"{p.name}: {p.source}"
+                                                   for p in PRESETS.values())))
