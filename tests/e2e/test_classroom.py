@@ -1,0 +1,142 @@
+"""The classroom in a real browser: presenter view at a projector's 1280 x 720 driven by
+the arrow keys, every page on a phone (390 x 844) without sideways scrolling, and the
+share panel showing the page's current address with its inputs.
+
+Phone screenshots land in screenshots/phone_<page>.png (git-ignored): look at them.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import catalogue
+from ui.stages import STAGES, Stage, all_pages, by_id, neighbours
+
+from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, url_name
+from .test_browser import open_ready, page_url, title, wait_for_text, wait_ready
+
+pytestmark = pytest.mark.e2e
+expect.set_options(timeout=TIMEOUT_MS)
+
+PROJECTOR = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
+MAX_SHOT_HEIGHT = 20_000  # px; a taller page is cut in its screenshot
+# On a phone the closed sidebar sits off the left edge of the screen.
+SIDEBAR_CLOSED = """() => document.querySelector('[data-testid="stSidebar"]')
+                        .getBoundingClientRect().right <= 1"""
+
+
+def stage(stage_id: str) -> Stage:
+    if stage_id not in {s.id for s in STAGES}:
+        pytest.skip(f"the {stage_id} page is not built")
+    return by_id(stage_id)
+
+
+def where(url: str) -> tuple[str, dict[str, list[str]]]:
+    """A URL's page path and its parameters."""
+    parts = urlsplit(url)
+    return parts.path.strip("/"), parse_qs(parts.query)
+
+
+# --- Presenter view: the arrow keys move between stages -----------------------------------
+def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Server,
+                                                                    new_tab) -> None:
+    here = stage("scaling")
+    before, after = neighbours(here.id)
+    tab = new_tab()
+    page = tab.page
+    page.set_viewport_size(PROJECTOR)
+    page.goto(page_url(server, here, "zh") + "&present=1")
+    wait_ready(tab, title(here, "zh"))
+    expect(page.locator(".st-key-presenter_bar")).to_be_visible()
+    expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()  # the projector's width
+
+    for key, target in (("ArrowRight", after), ("ArrowLeft", here), ("ArrowLeft", before)):
+        page.keyboard.press(key)
+        wait_ready(tab, title(target, "zh"))
+        path, params = where(page.url)
+        assert path == url_name(target), (key, page.url)
+        assert params.get("present") == ["1"] and params.get("lang") == ["zh"], page.url
+        expect(page.locator(".st-key-presenter_bar")).to_be_visible()
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert tab.console_errors() == [], tab.console_errors()
+
+
+# --- Phones: every page fits 390 px -------------------------------------------------------
+def phone_screenshot(tab: Tab, path) -> None:
+    """The whole page: Streamlit scrolls inside its main area, so the viewport grows to
+    the content's height for the shot, then goes back to the phone's."""
+    page = tab.page
+    height = page.evaluate(
+        """() => Math.max(document.querySelector('[data-testid="stMain"]').scrollHeight,
+                          window.innerHeight)""")
+    page.set_viewport_size({"width": PHONE["width"], "height": min(int(height), MAX_SHOT_HEIGHT)})
+    try:
+        page.wait_for_timeout(300)  # one layout pass at the new size (charts reflow)
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(PHONE)
+
+
+def test_every_page_fits_a_phone(server: Server, browser) -> None:
+    """One phone for the whole walk: every page in turn, no sideways scrolling."""
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True,
+                                  locale="en-US")
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = Tab(context.new_page())
+
+    def on_console(message) -> None:
+        if message.type == "error":
+            tab.errors.append((message.text, message.location.get("url", "")))
+
+    tab.page.on("console", on_console)
+    tab.page.on("pageerror", lambda error: tab.errors.append((f"pageerror: {error}", "")))
+    SCREENSHOTS.mkdir(exist_ok=True)
+    too_wide = {}
+    try:
+        for page in all_pages():
+            tab.page.goto(page_url(server, page, "en"))
+            wait_ready(tab, title(page, "en"))
+            # The sidebar starts closed: on a phone it would cover the page.
+            assert tab.page.evaluate(SIDEBAR_CLOSED), page.id
+            scroll, client = tab.page.evaluate(
+                """() => [document.documentElement.scrollWidth,
+                          document.documentElement.clientWidth]""")
+            if scroll > client:
+                too_wide[url_name(page) or "home"] = (scroll, client)
+            phone_screenshot(tab, SCREENSHOTS / f"phone_{url_name(page) or 'home'}.png")
+            assert tab.page.locator('[data-testid="stException"]').count() == 0, page.id
+        assert too_wide == {}, f"pages wider than the phone (scrollWidth, clientWidth): {too_wide}"
+        assert tab.console_errors() == [], tab.console_errors()
+    finally:
+        context.close()
+
+
+# --- The share panel: the page's current address, inputs included --------------------------
+# KIT: the sidebar (and the presenter bar's popover) draws the share panel before the page
+# body writes this run's inputs to the URL, so it shows the address of the run before: one
+# edit behind. Drawing it after the body, as the downloads are, fixes it; then drop this mark.
+@pytest.mark.xfail(strict=True, reason="KIT: the share panel shows the URL one run behind")
+def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_tab) -> None:
+    here = stage("scaling")
+    tab = open_ready(server, new_tab, here, "en")
+    page = tab.page
+    k_b = page.get_by_label("k_B", exact=True)
+    k_b.fill("2, 0")
+    k_b.press("Enter")  # a text input commits on Enter
+    wait_for_text(tab, "[1.000, 2.000]")  # the scores with k_B = [2, 0]
+    page.wait_for_url(lambda url: "hand.kB=" in url)
+
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text(catalogue("en")["kit.share"], exact=True).click()
+    code = sidebar.locator('[data-testid="stCode"]')
+    expect(code).to_be_visible()
+    expect(sidebar.locator('[data-testid="stImage"] img')).to_be_visible()  # the QR code
+    shared = code.inner_text().strip()
+    assert where(shared) == where(page.url), (shared, page.url)
+    assert where(shared)[1]["hand.kB"] == ["2, 0"] and where(shared)[1]["lang"] == ["en"]
+    assert urlsplit(shared).netloc == urlsplit(page.url).netloc
+    assert tab.console_errors() == [], tab.console_errors()
