@@ -25,6 +25,7 @@ _LOG = logging.getLogger("tinyformer.pages")
 
 _LANG_WIDGET = "_lang_switch"
 _PRESENT_WIDGET = "_present_switch"
+_SHARE_BOX = "_share_box"  # the share panel's place, filled at the end of the run
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 DEVICE_PARAM = "device"
 _CSS = """<style>
@@ -51,6 +52,7 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
     """
     stage = setup_page(stage_id, uses_device=uses_device)
     header(stage)
+    share_box = st.session_state.pop(_SHARE_BOX, None)
     try:
         yield stage
     except Exception:
@@ -58,6 +60,9 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     footer_nav(stage)
+    if share_box is not None:  # filled last, so its address has every input of this run
+        with share_box:
+            classroom.share_panel()
     with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):
         classroom.downloads(stage_id)
 
@@ -140,8 +145,7 @@ def _sidebar(current: Stage, lang: str, uses_device: bool) -> None:
         for page in all_pages():
             link_to(page, stage_label(page), icon=page.icon, disabled=page == current)
         if not classroom.presenting():  # presenter view has it in its bar
-            with st.expander(t("kit.share"), icon=":material/qr_code_2:"):
-                classroom.share_panel()
+            st.session_state[_SHARE_BOX] = st.expander(t("kit.share"), icon=":material/qr_code_2:")
         st.caption(t("kit.share_hint"))
 
 
@@ -189,8 +193,7 @@ def _presenter_bar(stage: Stage) -> None:
         with st.container(key="bar_next", width="content"):
             if following is not None:
                 link_to(following, "→", icon=None)
-        with st.popover(t("kit.share"), icon=":material/qr_code_2:"):
-            classroom.share_panel()
+        st.session_state[_SHARE_BOX] = st.popover(t("kit.share"), icon=":material/qr_code_2:")
         st.button(t("kit.presenter_exit"), key="_present_exit", icon=":material/close:",
                   on_click=classroom.set_presenting, args=(False,))
 
