@@ -118,7 +118,8 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
     gqa, _, _ = expected(0, 4, kv=2)
     assert table_with(at, Q_COLUMNS) == grid(q)  # step 1: the split
     assert head_tables(at) == [grid(w) for w in (*weights, *gqa)][(0 if step > 1 else 2):]
-    outputs = [f.values.tolist() for f in tables(at) if list(f.columns) == [str(c) for c in range(8)]]
+    width = [str(c) for c in range(8)]
+    outputs = [f.values.tolist() for f in tables(at) if list(f.columns) == width]
     assert outputs == ([grid(output)] if step == 3 else [])
     assert len(shapes(at)) == 7  # the summary of shapes is not a step
 
