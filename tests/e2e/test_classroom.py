@@ -116,10 +116,6 @@ def test_every_page_fits_a_phone(server: Server, browser) -> None:
 
 
 # --- The share panel: the page's current address, inputs included --------------------------
-# KIT: the sidebar (and the presenter bar's popover) draws the share panel before the page
-# body writes this run's inputs to the URL, so it shows the address of the run before: one
-# edit behind. Drawing it after the body, as the downloads are, fixes it; then drop this mark.
-@pytest.mark.xfail(strict=True, reason="KIT: the share panel shows the URL one run behind")
 def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_tab) -> None:
     here = stage("scaling")
     tab = open_ready(server, new_tab, here, "en")
