@@ -113,8 +113,6 @@ with stage_page("scaling"):
                   rows=f"{exp.n_queries:,}"))
     shares = {t("scaling.hist_raw"): runs.saturated_raw,
               t("scaling.hist_scaled"): runs.saturated_scaled}
-    # KIT: on this log axis the dotted mark line is drawn at d_k = log10(d_k) (Plotly.js 4.2
-    # places shapes in data units); its label is right. Fix in ui.charts.lines.
     lines(list(DK_CHOICES), shares, key="sat", log_x=True, markers=True, y_range=(0, 1),
           x_title="d_k", y_title=t("scaling.sat_y"), marks={f"d_k = {d_k}": d_k})
     st.warning(t("scaling.sat_note", dk=d_k, raw=f"{exp.n_saturated_raw:,}",

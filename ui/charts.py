@@ -126,11 +126,12 @@ def lines_figure(
               for i, (name, ys) in enumerate(series.items())]
     shapes, notes = [], []
     for label, value in (marks or {}).items():
-        at = math.log10(value) if log_x else value  # a log axis places shapes at log10(x)
-        shapes.append({"type": "line", "x0": at, "x1": at, "yref": "paper", "y0": 0, "y1": 1,
-                       "line": {"dash": "dot", "color": "#495057", "width": 2}})
-        notes.append({"x": at, "yref": "paper", "y": 1, "text": label, "showarrow": False,
-                      "yanchor": "bottom", "font": {"size": 12}})
+        # On a log axis Plotly places a shape at x itself but an annotation at log10(x).
+        shapes.append({"type": "line", "x0": value, "x1": value, "yref": "paper", "y0": 0,
+                       "y1": 1, "line": {"dash": "dot", "color": "#495057", "width": 2}})
+        notes.append({"x": math.log10(value) if log_x else value, "yref": "paper", "y": 1,
+                      "text": label, "showarrow": False, "yanchor": "bottom",
+                      "font": {"size": 12}})
     x_axis = {"type": "log"} if log_x else \
         ({"tickformat": "d", "dtick": max(1, len(x) // 10)} if whole_x else {})
     if x_range:

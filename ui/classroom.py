@@ -84,7 +84,9 @@ if (!window.__tinyformerKeys) {
     if (!inner) return;
     inner.style.fontSize = "";
     if (box.scrollWidth <= box.clientWidth + 1) return;
-    inner.style.fontSize = Math.max(60, 100 * box.clientWidth / box.scrollWidth) + "%";
+    // Scale the size the page gave it (the presenter's is larger), never below 60 %.
+    const size = parseFloat(getComputedStyle(inner).fontSize);
+    inner.style.fontSize = size * Math.max(0.6, box.clientWidth / box.scrollWidth) + "px";
   };
   let pending = false;
   const fitAll = () => {

@@ -225,15 +225,18 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     lo = min(slider_range[0], math.floor(min(flat)))
     hi = max(slider_range[1], math.ceil(max(flat)))
     cols = len(grid[0])
-    columns = st.columns(min(cols, 4))
-    for index, value in enumerate(flat):
-        slider_key = f"_{key}{state.PRIVATE}{index}"
-        st.session_state[slider_key] = value
-        label = labels[index] if labels else _component_label(index, cols, vector)
-        with columns[index % len(columns)]:
-            st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
-                      on_change=_slider_moved, args=(key, index, cols, vector),
-                      format="%.2f")
+    for row in range(len(grid)):
+        # One row of columns per matrix row: on a phone the columns stack, and the sliders
+        # then still read row by row (W[1,1], W[1,2], W[2,1] ...).
+        for col, column in enumerate(st.columns(cols)):
+            index = row * cols + col
+            slider_key = f"_{key}{state.PRIVATE}{index}"
+            st.session_state[slider_key] = flat[index]
+            label = labels[index] if labels else _component_label(index, cols, vector)
+            with column:
+                st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
+                          on_change=_slider_moved, args=(key, index, cols, vector),
+                          format="%.2f")
 
 
 def _component_label(index: int, cols: int, vector: bool) -> str:
