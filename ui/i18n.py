@@ -34,18 +34,9 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
 
 @cache
 def catalogue(lang: str) -> dict[str, str]:
-    """All keys of one language, flattened to dotted names ("softmax.title").
-
-    While stages are being built in parallel, each keeps its text in
-    assets/i18n/staging/<part>.<lang>.toml; those files are merged in here and folded
-    into the two catalogues before they land.
-    """
+    """All keys of one language, flattened to dotted names ("softmax.title")."""
     with open(_I18N_DIR / f"{lang}.toml", "rb") as handle:
-        flat = _flatten(tomllib.load(handle))
-    for part in sorted((_I18N_DIR / "staging").glob(f"*.{lang}.toml")):
-        with open(part, "rb") as handle:
-            flat.update(_flatten(tomllib.load(handle)))
-    return flat
+        return _flatten(tomllib.load(handle))
 
 
 def lang_from_locale(locale: str | None) -> str:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import string
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -285,36 +282,3 @@ def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_pat
     with pytest.raises(ParameterError) as err:
         load_model(tmp_path)
     assert err.value.key == "trained_model_invalid"
-
-
-# --- translations ----------------------------------------------------------------------
-
-# The trained model's modules, whose keys trained.*.toml translates (tinyformer.bpe's page
-# keeps its newer keys in bpe.*.toml; tests/unit/test_error_keys.py checks every key).
-OWN_MODULES = (
-    "corpus", "train", "train_settings", "train_data", "answering", "checkpoint", "probe",
-)  # fmt: skip
-
-
-def _raised_keys() -> set[str]:
-    keys = set()
-    for name in OWN_MODULES:
-        source = (ROOT / "tinyformer" / f"{name}.py").read_text("utf-8")
-        keys |= set(re.findall(r'ParameterError\(\s*"([a-z0-9_]+)"', source))
-    return keys
-
-
-def test_every_error_key_is_translated_in_both_languages() -> None:
-    keys = _raised_keys()
-    assert len(keys) >= 19  # the pattern finds them (19 today)
-    catalogues = {}
-    for lang in ("zh", "en"):
-        path = ROOT / "assets" / "i18n" / "staging" / f"trained.{lang}.toml"
-        catalogues[lang] = tomllib.loads(path.read_text("utf-8"))["errors"]
-        assert keys <= set(catalogues[lang]), keys - set(catalogues[lang])
-    for key in keys:
-        zh, en = (
-            {n for _, n, _, _ in string.Formatter().parse(catalogues[lang][key]) if n}
-            for lang in ("zh", "en")
-        )
-        assert zh == en, key
