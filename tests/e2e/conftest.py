@@ -190,16 +190,32 @@ def fresh_server() -> Iterator[Server]:
 
 
 # --- The browser, and a fresh context per tab -------------------------------------------
+# One Chromium for the whole test session. The proxy tests register this fixture again
+# (from their own conftest), and Playwright's sync API may run only once per process, so
+# both registrations share the one browser started here; it closes when pytest ends.
+_ONE_BROWSER: dict[str, object] = {}
+
+
+def _shared_browser():
+    if "browser" not in _ONE_BROWSER:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
+        _ONE_BROWSER["playwright"] = playwright
+        _ONE_BROWSER["browser"] = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    return _ONE_BROWSER["browser"]
+
+
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    return _shared_browser()
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+
+def pytest_unconfigure(config) -> None:
+    if "browser" in _ONE_BROWSER:
+        _ONE_BROWSER.pop("browser").close()
+        _ONE_BROWSER.pop("playwright").stop()
 
 
 @dataclass

@@ -21,8 +21,10 @@ from .test_browser import page_url, title, wait_ready
 pytestmark = pytest.mark.e2e
 
 TRAIN_TIMEOUT_S = 180  # a busy 2-core machine; the same run takes ~5 s on an idle one
-STEPS, REPORTS = 200, 20  # the page reports every 10 steps for runs of 100 steps or more
-LINK = f"&training.steps={STEPS}&training.width=16&training.layers=1&training.seed=4242"
+# Long enough (a few seconds even on an idle machine) for the browser to draw the curve
+# several times while it trains; the page reports every 10 steps from 100 steps on.
+STEPS, REPORTS = 600, 60
+LINK = f"&training.steps={STEPS}&training.seed=4242"
 POINTS = """() => Math.max(0, ...[...document.querySelectorAll(
     '[data-testid="stPlotlyChart"] .js-plotly-plot')]
     .map(gd => (gd.data || [{x: []}])[0].x.length))"""  # the longest curve on the page
