@@ -300,10 +300,15 @@ def _widget_id(element: Element) -> str | None:
     return getattr(getattr(element, kind), "id", None) if kind else None
 
 
-def find_knob(elements: list[tuple[tuple[int, ...], Element]]) -> Knob | None:
+def find_knob(elements: list[tuple[tuple[int, ...], Element]],
+              prefer: str | None = None) -> Knob | None:
     """The first slider in the main area, else number input, else text input, else
-    checkbox or toggle."""
+    checkbox or toggle; with `prefer`, the first of these whose widget key (the end of
+    its id) or label contains it."""
     main = [e for path, e in elements if path and path[0] == MAIN_CONTAINER]
+    if prefer:
+        main = [e for e in main if prefer in (_widget_id(e) or "")
+                or prefer in getattr(getattr(e, e.WhichOneof("type") or "", None), "label", "")]
     by_kind: dict[str, Element] = {}
     for element in main:
         by_kind.setdefault(element.WhichOneof("type"), element)
@@ -340,6 +345,7 @@ class Measurement:
     exceptions: int = 0
     open_ms: float | None = None
     problem: str = ""
+    cpu_ms: float | None = None  # the server's CPU per timed rerun
 
     @property
     def median(self) -> float | None:
@@ -372,9 +378,12 @@ def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurem
     if first.status != FINISHED_OK or first.exceptions:
         result.problem = f"first run: status {first.status}, exceptions {first.exceptions}"
         return
-    knob = find_knob(first.elements) or PLAIN
+    cpu_start = None
+    knob = find_knob(first.elements, args.knobs.get(result.page)) or PLAIN
     result.widget = knob.description
     for index in range(args.warmup + args.runs):
+        if index == args.warmup:
+            cpu_start = _cpu_seconds(args.server_pid)
         value = knob.values[(index + 1) % 2]  # the first rerun changes the widget
         run = tab.rerun([knob.state(value)] if knob.widget_id else [])
         if knob.widget_id and not result.problem and all(
@@ -387,6 +396,19 @@ def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurem
             continue
         result.exceptions += bool(run.exceptions)
         result.times.append(run.ms)
+    if args.runs and cpu_start is not None and (end := _cpu_seconds(args.server_pid)):
+        result.cpu_ms = 1000 * (end - cpu_start) / args.runs
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU time of the server process so far (Linux /proc), in seconds."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 # --- Pages and report -----------------------------------------------------------------
@@ -443,8 +465,8 @@ def fmt(value: float | None) -> str:
 
 def report(reference: Measurement, results: list[Measurement]) -> None:
     base = reference.median
-    header = ("page", "widget changed", "open ms", "median ms", "p95 ms", "ratio",
-              f"<= {TARGET_RATIO:g}x", "fail", "exc")
+    header = ("page", "widget changed", "open ms", "median ms", "p95 ms", "server CPU ms",
+              "ratio", f"<= {TARGET_RATIO:g}x", "fail", "exc")
     rows = []
     for item in [reference, *results]:
         median = item.median
@@ -453,7 +475,8 @@ def report(reference: Measurement, results: list[Measurement]) -> None:
         if item is reference:
             verdict = "(ref)"
         rows.append((item.page, item.widget, fmt(item.open_ms), fmt(median), fmt(item.p95),
-                     "-" if ratio is None else f"{ratio:.2f}", verdict, str(item.failures),
+                     fmt(item.cpu_ms), "-" if ratio is None else f"{ratio:.2f}", verdict,
+                     str(item.failures),
                      str(item.exceptions)))
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
@@ -481,7 +504,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="stage ids, url names or files (default: every page)")
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds to wait for one rerun before calling a page broken")
+    parser.add_argument("--knob", action="append", default=[], metavar="PAGE=TEXT",
+                        help="change, on PAGE, the first input whose key or label contains "
+                             "TEXT (default: the page's first input); repeatable")
     args = parser.parse_args(argv)
+    args.knobs = dict(item.split("=", 1) for item in args.knob)
+    args.server_pid = None
     args.runs = max(1, args.runs)
     args.warmup = max(0, args.warmup)
 
@@ -498,26 +526,32 @@ def main(argv: list[str] | None = None) -> int:
         with servers("app.py", REFERENCE) as (app, reference_server):
             # A first session pays for the app's imports (torch...); not measured.
             warm = measure(app.port, "warm-up", "", argparse.Namespace(
-                timeout=max(args.timeout, 120.0), runs=0, warmup=0))
+                timeout=max(args.timeout, 120.0), runs=0, warmup=0, knobs={},
+                server_pid=None))
             print(f"  app server warm-up (first session, imports): {fmt(warm.open_ms)} ms",
                   flush=True)
             # The reference before and after the pages: drift shows as a difference.
+            args.server_pid = reference_server.process.pid
             before = measure(reference_server.port, "reference", "", args)
             results = []
             for stage_id, path, url_name in pages:
                 print(f"  measuring {stage_id} ({path}) ...", flush=True)
+                args.server_pid = app.process.pid
                 results.append(measure(app.port, stage_id, url_name, args))
                 if app.process.poll() is not None:
                     print(f"app server exited:\n{app.tail()}")
                     break
+            args.server_pid = reference_server.process.pid
             after = measure(reference_server.port, "reference", "", args)
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped")
         return 130
+    cpus = [m.cpu_ms for m in (before, after) if m.cpu_ms is not None]
     reference = Measurement("reference", before.widget, before.times + after.times,
                             before.failures + after.failures,
                             before.exceptions + after.exceptions, before.open_ms,
-                            before.problem or after.problem)
+                            before.problem or after.problem,
+                            sum(cpus) / len(cpus) if cpus else None)
     print(f"\nreference median: {fmt(before.median)} ms before the pages, "
           f"{fmt(after.median)} ms after; the ratio uses both together.")
     print(f"target: a page's median rerun <= {TARGET_RATIO:g}x the reference's "
