@@ -112,9 +112,9 @@ def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
     after = contexts(Wv=[[2, 0], [0, 4], [2, 2]])
     a = after.a
     assert torch.equal(a.average, 2 * before.a.average)  # the averages are made of V
-    avg = next(frame for frame in tables(at) if frame.index[0] == "运费 · Q1")
+    avg = next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1")
     assert avg.values.tolist()[0] == matrix_frame(a.average[a.at("运费")][None], columns(2),
-                                                  ["运费 · Q1"]).values.tolist()[0]
+                                                  ["运费 · question 1"]).values.tolist()[0]
 
 
 def test_a_weight_slider_is_named_and_moves_only_its_own_number():
@@ -213,7 +213,7 @@ def test_choice_exercise_reveals_the_answer(lang):
 def test_yunfei_has_the_same_rows_in_both_questions_until_rows_are_mixed(lang):
     at = open_page(PAGE, lang)
     cmp = contexts()
-    q1 = "Q1" if lang == "en" else "问1"
+    q1 = "question 1" if lang == "en" else "问题 1"
     per_row = next(frame for frame in tables(at) if frame.index[0] == f"运费 · q · {q1}")
     rows = per_row.values.tolist()
     assert rows[0::2] == rows[1::2]  # Q1 and Q2 alike, row by row

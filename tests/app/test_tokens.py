@@ -84,7 +84,7 @@ def test_x_rows_are_the_seeded_table_rows_and_positions_add():
 def test_yunfei_starts_from_the_same_rows_in_both_questions(lang):
     at = open_page(PAGE, lang)
     E, P = learned()
-    label = "运 · Q1 · pos 8" if lang == "en" else "运 · 问1 · 位置 8"
+    label = "运 · Q1 · pos 8" if lang == "en" else "运 · 问题 1 · 位置 8"
     before, after = [frame for frame in tables(at) if frame.index[0] == label]
     assert before.values.tolist() == rows_as_text(E[[10, 10, 11, 11]])
     assert after.values.tolist() == rows_as_text(E[[10, 10, 11, 11]] + P[[8, 6, 9, 7]])
