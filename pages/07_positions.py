@@ -14,7 +14,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 WORDS = ("我", "吃", "苹果")
@@ -67,7 +67,9 @@ def matched(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
         st.warning(t("positions.rows_differ", gap=num(cmp.largest_gap)))
 
 
-with stage_page("positions"):
+@part
+def shuffle() -> None:
+    """The order, width and seed drive only this section."""
     gloss(WORDS)
     cols = st.columns([3, 2, 1], vertical_alignment="bottom")
     with cols[0]:
@@ -102,7 +104,10 @@ with stage_page("positions"):
                     rf"{latex_matrix(with_pe.first.positions)}")
             matched(with_pe, "pos", " (+ PE)")
 
-    # --- The sinusoidal table ----------------------------------------------------------
+
+@part
+def sinusoidal_table() -> None:
+    """The table's own width, position and length."""
     section(t("positions.table_title"))
     five = sinusoidal_row(5, 4)
     number_exercise("pe52", t("positions.ex2_question"), float(five.values[2]),
@@ -128,3 +133,8 @@ with stage_page("positions"):
     st.markdown(t("positions.table_read"))
     st.info(t("positions.no_params"), icon=":material/straighten:")
     st.warning(t("positions.long_context"), icon=":material/warning:")
+
+
+with stage_page("positions"):
+    shuffle()
+    sinusoidal_table()

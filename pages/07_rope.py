@@ -16,11 +16,8 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number, toggle
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
-
-ROTATION = (r"R_\theta\begin{bmatrix}a\\ b\end{bmatrix} = \begin{bmatrix}a\cos\theta - "
-            r"b\sin\theta\\ a\sin\theta + b\cos\theta\end{bmatrix}")
 
 
 def column(v, decimals: int = 3) -> str:
@@ -32,11 +29,6 @@ def turned(v, deg: float, out) -> str:
     a, b, th = term(v[0]), term(v[1]), rf"{short(deg)}^\circ"
     return (rf"R_{{{th}}}{column(v, places(v))} = \begin{{bmatrix}}{a}\cos {th} - {b}\sin "
             rf"{th}\\ {a}\sin {th} + {b}\cos {th}\end{{bmatrix}} = {column(out)}")
-
-
-def arrows(pair: pos.PairRotation, key: str, plus: str = "") -> None:
-    vectors({f"R<sub>α{plus}</sub>q": pair.q_rot, f"R<sub>β{plus}</sub>k": pair.k_rot},
-            key=key, height=320)
 
 
 def state_row(label: str, pair: pos.PairRotation, a: float, b: float) -> list[str]:
@@ -61,7 +53,8 @@ def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
             explain=cell, **style)
 
 
-with stage_page("rope"):
+@part
+def by_hand() -> None:  # q, k, the angles and the shift: this section only
     section(t("rope.hand_title"))
     left, right = st.columns([2, 3])
     with left:
@@ -71,11 +64,14 @@ with stage_page("rope"):
     with shown_errors():
         pair = pos.rotate_pair(q, k, math.radians(a), math.radians(b))
         with right:
-            arrows(pair, "pair")
+            vectors({"R<sub>α</sub>q": pair.q_rot, "R<sub>β</sub>k": pair.k_rot}, key="pair",
+                    height=320)
             st.markdown(rf"$(R_\alpha q)\cdot(R_\beta k) = {num(pair.dot)}$")
         steps = Stepper("hand", [t(f"rope.step_{s}") for s in ("q", "k", "dot")])
         if steps.shows(1):
-            formula(ROTATION, turned(q, a, pair.q_rot))
+            formula(r"R_\theta\begin{bmatrix}a\\ b\end{bmatrix} = \begin{bmatrix}a\cos\theta - "
+                    r"b\sin\theta\\ a\sin\theta + b\cos\theta\end{bmatrix}",
+                    turned(q, a, pair.q_rot))
         if steps.shows(2):
             st.latex(turned(k, b, pair.k_rot))
         if steps.shows(3):
@@ -83,7 +79,6 @@ with stage_page("rope"):
                     rf"{dot_terms(pair.q_rot.tolist(), pair.k_rot.tolist())} = {num(pair.dot)}")
             st.markdown(t("rope.lengths", q=num(pair.q_length), qr=num(pair.q_rot_length),
                           k=num(pair.k_length), kr=num(pair.k_rot_length), plain=num(pair.plain)))
-
         section(t("rope.shift_title"))
         choice_exercise("shift", t("rope.ex_question"),
                         [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")], correct=1,
@@ -92,7 +87,8 @@ with stage_page("rope"):
         moved = pos.shift_pair(q, k, math.radians(a), math.radians(b), math.radians(m))
         cols = st.columns(2)
         with cols[0]:
-            arrows(moved.after, "moved", "+m")
+            vectors({"R<sub>α+m</sub>q": moved.after.q_rot, "R<sub>β+m</sub>k": moved.after.k_rot},
+                    key="moved", height=320)
         with cols[1]:
             st.table(pd.DataFrame(
                 [state_row(t("rope.before"), moved.before, a, b),
@@ -104,11 +100,12 @@ with stage_page("rope"):
                 st.warning(t("rope.changed", change=num(moved.change)))
             st.markdown(t("rope.positions_note"))
         formula(r"(R_\alpha q)\cdot(R_\beta k) = q\cdot(R_{\beta-\alpha}\,k)",
-                rf"{column(q, places(q))}\cdot{column(pair.k_relative)} = "
-                rf"{num(pair.relative)}")
+                rf"{column(q, places(q))}\cdot{column(pair.k_relative)} = {num(pair.relative)}")
         st.caption(t("rope.relative_note", diff=short(b - a)))
 
-    # --- Real RoPE: one frequency per pair ---------------------------------------------
+
+@part
+def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
     section(t("rope.freq_title"))
     number_exercise("angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
                     explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
@@ -126,25 +123,28 @@ with stage_page("rope"):
     with shown_errors():
         run = pos.random_rope_example(n, d, seed, same_rows=same)
         theta, turns = pos.rope_frequencies(d), pos.within_turn(run.angles)  # [d/2], [n, d/2]
-        pairs, positions = [f"i={i}" for i in range(len(theta))], range(n)
         st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
-        heatmap(turns, pairs, [str(p) for p in positions], key="angles", zmin=0, zmax=360,
+        heatmap(turns, [f"i={i}" for i in range(len(theta))], [str(p) for p in range(n)],
+                key="angles", zmin=0, zmax=360,
                 colorscale="Twilight", decimals=1, x_title=t("rope.pair"),
                 y_title=t("rope.position"), explain=lambda p, i: explain.formula(
                     t("rope.cell_angle", p=p, i=i, a=2 * i, b=2 * i + 1),
                     rf"{p}\cdot\theta_{{{i}}} = {p}\cdot{num(theta[i], 4)} = "
                     rf"{num(run.angles[p, i], 4)}\ \text{{rad}} \to {num(turns[p, i], 1)}^\circ"))
-
         section(t("rope.scores_title"))
         st.info(t("rope.random_qk"), icon=":material/casino:")
         for col, rotated in zip(st.columns(2), (False, True), strict=True):
             with col:
                 score_map(run, rotated, diverging(run.plain, run.rotated))
         st.caption(t("rope.same_note" if same else "rope.try_same"))
-
         section(t("rope.half_title"))
         cmp = pos.compare_pairings(run.q, run.k)
         st.markdown(t("rope.half", order=", ".join(map(str, cmp.order.tolist())),
                       same=num(cmp.gap_same), reordered=num(cmp.gap_reordered)))
         st.caption(t("rope.half_why"))
+
+
+with stage_page("rope"):
+    by_hand()
+    frequencies()
     st.warning(t("rope.long_context"), icon=":material/warning:")
