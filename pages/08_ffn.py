@@ -16,7 +16,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 ACTS = {"relu": r"\mathrm{ReLU}", "gelu": r"\mathrm{GELU}", "silu": r"\mathrm{SiLU}"}
@@ -46,6 +46,27 @@ def out_cell(run, w2, b2, i: int, c: int) -> str:
     return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c + 1),
                            rf"{explain.cell_name('y', i, c)} = "
                            rf"{dot_terms(a, w2[:, c].tolist())} + {term(b2[c])} = {num(y)}")
+
+
+@part
+def rows_at_once(w1, b1, w2, b2, act: str) -> None:  # X: this section's own input
+    section(t("ffn.rows_title"))
+    st.markdown(t("ffn.rows_lead"))
+    gloss(TAIL4)
+    X = matrix_input("X", "X [4 × 2]", [[1, -1], [0, 1], [2, 1], [-1, 0.5]], rows=4)
+    with shown_errors():
+        run = ffn.position_wise(X, w1, b1, w2, b2, act)
+        units = [f"h{j + 1}" for j in range(w1.shape[1])]
+        cols = st.columns(2)
+        with cols[0]:
+            heatmap(run.together.hidden, units, TAIL4, key="hidden_map",
+                    explain=partial(hidden_cell, run, X, w1, b1, act),
+                    title=t("ffn.hidden_table", act=NAMES[act]), **diverging(run.together.hidden))
+        with cols[1]:
+            heatmap(run.together.output, ["y1", "y2"], TAIL4, key="out_map",
+                    explain=partial(out_cell, run, w2, b2), title=t("ffn.out_table"),
+                    **diverging(run.together.output))
+        st.success(t("ffn.rows_same", gap=f"{run.gap:.1g}"), icon=":material/equal:")
 
 
 with stage_page("ffn"):
@@ -116,22 +137,5 @@ with stage_page("ffn"):
                      gap=f"{flat.gap:.1g}"), icon=":material/equal:")
         st.markdown(t("ffn.collapse_why", with_act=vec(ff.output), act=NAMES[act]))
 
-    section(t("ffn.rows_title"))
-    st.markdown(t("ffn.rows_lead"))
-    gloss(TAIL4)
-    X = matrix_input("X", "X [4 × 2]", [[1, -1], [0, 1], [2, 1], [-1, 0.5]], rows=4)
-    with shown_errors():
-        run = ffn.position_wise(X, w1, b1, w2, b2, act)
-        units = [f"h{j + 1}" for j in range(w1.shape[1])]
-
-        cols = st.columns(2)
-        with cols[0]:
-            heatmap(run.together.hidden, units, TAIL4, key="hidden_map",
-                    explain=partial(hidden_cell, run, X, w1, b1, act),
-                    title=t("ffn.hidden_table", act=NAMES[act]), **diverging(run.together.hidden))
-        with cols[1]:
-            heatmap(run.together.output, ["y1", "y2"], TAIL4, key="out_map",
-                    explain=partial(out_cell, run, w2, b2), title=t("ffn.out_table"),
-                    **diverging(run.together.output))
-        st.success(t("ffn.rows_same", gap=f"{run.gap:.1g}"), icon=":material/equal:")
+    rows_at_once(w1, b1, w2, b2, act)
     st.caption(t("ffn.context_note"))

@@ -18,14 +18,10 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 D, HIDDEN = 4, 8  # width and hidden size of the random experts
-
-
-def big(n: int) -> str:  # 10{,}000{,}000: LaTeX would space a bare comma as punctuation
-    return f"{n:,}".replace(",", "{,}")
 
 
 def prob_cell(moe, labels, i: int, e: int) -> str:
@@ -42,34 +38,8 @@ def weight_cell(moe, labels, i: int, e: int) -> str:
     return explain.formula(t("moe.cell_weight", w=TAIL6[i], e=labels[e]), latex)
 
 
-with stage_page("moe"):
-    section(t("moe.swiglu_title"))
-    left, right = st.columns([2, 3])
-    with left:
-        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
-        wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
-        wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
-        wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
-    with right, shown_errors():
-        sw = swiglu(x, wg, wu, wd)
-        steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {t('moe.step_gate')}** — `{vec(sw.gate)}`")
-            formula_steps(r"s = \mathrm{SiLU}(xW_{gate})",
-                          rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
-                    rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
-        if steps.shows(2):
-            st.markdown(f"**2 · {t('moe.step_up')}** — `{vec(sw.up)}`")
-            formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
-        if steps.shows(3):
-            st.markdown(f"**3 · {t('moe.step_gated')}** — `{vec(sw.gated)}`")
-            formula_steps(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
-                    latex_vec(sw.gated))
-        if steps.shows(4):
-            st.markdown(f"**4 · {t('moe.step_down')}** — `{vec(sw.output)}`")
-            formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
-                    latex_vec(sw.output))
-
+@part
+def gate_demo(sw) -> None:  # u and s: this section's own inputs
     section(t("moe.gate_title"))
     choice_exercise("gate", t("moe.ex_question"), [t(f"moe.ex_{o}") for o in ("01", "unit", "any")],
                     correct=2, explanation=t("moe.ex_explain"))
@@ -88,6 +58,9 @@ with stage_page("moe"):
               x_title="g", y_title=t("moe.gate_axis"), marks=marks, table=False, height=300)
     st.markdown(t("moe.gate_note", gates=vec(sw.gate)))
 
+
+@part
+def experts() -> None:  # E, k, seed and the token: this section only
     section(t("moe.moe_title"))
     st.markdown(t("moe.moe_lead"))
     first = float(renormalise(torch.tensor([0.3, 0.2]))[0])
@@ -123,6 +96,9 @@ with stage_page("moe"):
         st.markdown(t("moe.load_note", even=short(moe.even_load), n=len(TAIL6), k=k, e=n_experts,
                       most=int(moe.load.max()), idle=int((moe.load == 0).sum())))
 
+
+@part
+def parameter_count() -> None:
     section(t("moe.count_title"))
     choice_exercise("memory", t("moe.ex3_question"),
                     [t(f"moe.ex3_{o}") for o in ("active", "all", "one")], correct=1,
@@ -132,10 +108,43 @@ with stage_page("moe"):
         count_k = number("pk", t("moe.top_k"), 1, 1024, 2)
         millions = number("mpe", t("moe.millions"), 0.01, 1_000_000.0, 10.0, step=1.0)
     with shown_errors():
-        b = expert_budget(count_e, millions, count_k)
+        b = expert_budget(count_e, millions, count_k)  # 10{,}000: LaTeX spaces a bare comma
+        per, total, active = (f"{n:,}".replace(",", "{,}") for n in (b.per_expert, b.total,
+                                                                     b.active))
         formula(r"N_{total} = E \times P,\qquad N_{active} = k \times P",
-                rf"{b.n_experts} \times {big(b.per_expert)} = {big(b.total)},\qquad "
-                rf"{b.k} \times {big(b.per_expert)} = {big(b.active)}")
+                rf"{b.n_experts} \times {per} = {total},\qquad {b.k} \times {per} = {active}")
         for col, name in zip(st.columns(2), ("total", "active"), strict=True):
             col.metric(t(f"moe.{name}"), f"{short(getattr(b, name) / 1e6)} M")
     st.markdown(t("moe.figures_note"))
+
+
+with stage_page("moe"):
+    section(t("moe.swiglu_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+        wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
+        wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
+        wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
+    with right, shown_errors():
+        sw = swiglu(x, wg, wu, wd)
+        steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
+        if steps.shows(1):
+            st.markdown(f"**1 · {t('moe.step_gate')}** — `{vec(sw.gate)}`")
+            formula_steps(r"s = \mathrm{SiLU}(xW_{gate})",
+                          rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
+                    rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
+        if steps.shows(2):
+            st.markdown(f"**2 · {t('moe.step_up')}** — `{vec(sw.up)}`")
+            formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
+        if steps.shows(3):
+            st.markdown(f"**3 · {t('moe.step_gated')}** — `{vec(sw.gated)}`")
+            formula_steps(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
+                    latex_vec(sw.gated))
+        if steps.shows(4):
+            st.markdown(f"**4 · {t('moe.step_down')}** — `{vec(sw.output)}`")
+            formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
+                    latex_vec(sw.output))
+    gate_demo(sw)
+    experts()
+    parameter_count()
