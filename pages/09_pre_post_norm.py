@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_link, stage_page
+from ui.page import part, section, stage_link, stage_page
 from ui.reveal import Stepper
 
 FORMULAS = {  # two lines each, so that a formula fits half the page
@@ -59,6 +59,34 @@ def diagram(flow: BlockFlow, row: int, shown: int) -> None:
                     key=state.private(f"flow_{flow.placement}", "chart"), width="stretch")
 
 
+@part
+def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this section's own
+    section(t("prepost.stack_title"))
+    with shown_errors():
+        st.markdown(t("prepost.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
+        quiz = st.container()  # predict first: filled once the block count is known
+        blocks = number("blocks", t("prepost.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
+        cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
+        pre, post = cmp.pre.stream_rms, cmp.post.stream_rms
+        larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
+            int(post[-1] > pre[-1])
+        with quiz:
+            choice_exercise("grow", t("prepost.ex_question", blocks=blocks),
+                            [t("prepost.ex_pre"), t("prepost.ex_post"), t("prepost.ex_same")],
+                            correct=larger, explanation=t("prepost.ex_explain", blocks=blocks,
+                                                          pre=num(pre[-1]), post=num(post[-1])))
+            number_exercise("post_rms", t("prepost.ex2_question", blocks=blocks, norm=NAMES[norm]),
+                            post[-1], t(f"prepost.ex2_steps_{norm}", value=num(post[-1])))
+        lines(list(range(blocks + 1)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="sizes",
+              markers=True, x_title=t("prepost.blocks_x"), y_title=t("prepost.rms_y"),
+              y_range=(0, 1.15 * max(*pre, *post)))
+        updates = cmp.pre.update_rms
+        st.markdown(t("prepost.measured", blocks=blocks, start=num(pre[0]), pre=num(pre[-1]),
+                      post=num(post[-1]), lo=num(min(updates)), hi=num(max(updates))))
+        st.caption(t("prepost.not_training"))
+        st.info(t("prepost.final_norm"), icon=":material/info:")
+
+
 with stage_page("prepost"):
     cols = st.columns([3, 2, 4, 3])
     with cols[0]:
@@ -87,27 +115,5 @@ with stage_page("prepost"):
         st.caption(t("prepost.setup", n=N_TOKENS, d=WIDTH, heads=HEADS, norm=NAMES[norm],
                      word=TAIL4[row]))
 
-        section(t("prepost.stack_title"))
-        st.markdown(t("prepost.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
-        quiz = st.container()  # predict first: filled once the block count is known
-        blocks = number("blocks", t("prepost.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
-        cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
-        pre, post = cmp.pre.stream_rms, cmp.post.stream_rms
-        larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
-            int(post[-1] > pre[-1])
-        with quiz:
-            choice_exercise("grow", t("prepost.ex_question", blocks=blocks),
-                            [t("prepost.ex_pre"), t("prepost.ex_post"), t("prepost.ex_same")],
-                            correct=larger, explanation=t("prepost.ex_explain", blocks=blocks,
-                                                          pre=num(pre[-1]), post=num(post[-1])))
-            number_exercise("post_rms", t("prepost.ex2_question", blocks=blocks, norm=NAMES[norm]),
-                            post[-1], t(f"prepost.ex2_steps_{norm}", value=num(post[-1])))
-        lines(list(range(blocks + 1)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="sizes",
-              markers=True, x_title=t("prepost.blocks_x"), y_title=t("prepost.rms_y"),
-              y_range=(0, 1.15 * max(*pre, *post)))
-        updates = cmp.pre.update_rms
-        st.markdown(t("prepost.measured", blocks=blocks, start=num(pre[0]), pre=num(pre[-1]),
-                      post=num(post[-1]), lo=num(min(updates)), hi=num(max(updates))))
-        st.caption(t("prepost.not_training"))
-        st.info(t("prepost.final_norm"), icon=":material/info:")
+    stack(int(seed), float(scale), norm)
     stage_link("forward")

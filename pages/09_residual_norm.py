@@ -16,7 +16,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
@@ -50,17 +50,20 @@ def mean_of(values, squared: bool = False) -> str:
     return rf"\frac{{{' + '.join(parts)}}}{{{len(parts)}}}"
 
 
-with stage_page("residual"):
+@part
+def residual() -> None:  # x and f(x): this section only
     section(t("residual.res_title"))
     left, right = st.columns(2)
     with left:
         x_res, fx = vector("x", "x", [2, 1]), vector("fx", "f(x)", [0.1, -0.2])
     with right, shown_errors():
-        res = residual_add(x_res, fx)
-        formula(r"y = x + f(x)", rf"{col(x_res, places(x_res))} + {col(fx, places(fx))} = "
-                rf"{col(res.output)}")
+        y = col(residual_add(x_res, fx).output)
+        formula(r"y = x + f(x)", rf"{col(x_res, places(x_res))} + {col(fx, places(fx))} = {y}")
         st.markdown(t("residual.res_note", d=x_res.numel()))
 
+
+@part
+def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
     section(t("residual.norm_title"))
     st.markdown(t("residual.norm_lead"))
     left, right = st.columns([3, 2])
@@ -72,7 +75,6 @@ with stage_page("residual"):
                      format_func=lambda e: f"1e{round(math.log10(e))}")
         gamma = matrix_input(f"g{d}", t("residual.gamma"), [1] * d)
         beta = matrix_input(f"b{d}", t("residual.beta"), [0] * d)
-
     shifted = compare_norms(torch.tensor([11.0, 13.0], dtype=torch.float64), eps=eps)
     base = compare_norms(torch.tensor([1.0, 3.0], dtype=torch.float64), eps=eps)
     choice_exercise("shift", t("residual.ex_question"),
@@ -87,7 +89,6 @@ with stage_page("residual"):
                      rf" = \frac{{{term(x[0])}}}{{{num(rn.rms)}}} = {num(rn.normalized[0])}")
         number_exercise("rms1", t("residual.ex2_question"), float(rn.normalized[0]),
                         explain.formula(t("residual.ex2_steps"), rms_steps))
-
         steps = Stepper("norm", [t(f"residual.step_{k}") for k in
                                  ("center", "size", "divide", "scale")])
         side(["**LayerNorm**"], ["**RMSNorm**"])
@@ -118,12 +119,10 @@ with stage_page("residual"):
                    rf"{col(ln.normalized)} + {col(beta, pb)}", col(ln.output))],
                  [("y", r"\gamma \odot \hat x", rf"{col(gamma, pg)} \odot {col(rn.normalized)}",
                    col(rn.output)), t("residual.no_beta")])
-            series = {"x": x.tolist(), "LayerNorm": ln.output.tolist(),
-                      "RMSNorm": rn.output.tolist()}
+            series = dict(x=x.tolist(), LayerNorm=ln.output.tolist(), RMSNorm=rn.output.tolist())
             span = 1.2 * max(abs(v) for values in series.values() for v in values) + 0.2
             bars([f"x[{i + 1}]" for i in range(d)], series, key="compare", height=300,
                  y_title=t("residual.value"), y_range=(-span, span))
-
         section(t("residual.eps_title"))
         st.markdown(t("residual.eps_lead"))
         with st.container(horizontal=True):
@@ -142,6 +141,10 @@ with stage_page("residual"):
                 st.warning(t(f"residual.{name}_zero", eps=f"${e}$", by=num(by, decimals_for(by))))
         if not math.isnan(cmp.layer_eps_effect + cmp.rms_eps_effect):
             places_ = decimals_for([cmp.layer_eps_effect, cmp.rms_eps_effect])
-            st.info(t("residual.eps_effect", eps=f"${e}$",
-                      layer=num(cmp.layer_eps_effect, places_),
+            st.info(t("residual.eps_effect", eps=f"${e}$", layer=num(cmp.layer_eps_effect, places_),
                       rms=num(cmp.rms_eps_effect, places_)), icon=":material/straighten:")
+
+
+with stage_page("residual"):
+    residual()
+    norms()
