@@ -14,7 +14,7 @@ from ui.fmt import num, short
 from ui.i18n import t
 from ui.inputs import matrix_input, number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_link, stage_page
+from ui.page import part, section, stage_link, stage_page
 from ui.reveal import ALL, Stepper
 
 MODEL_SEED, VOCAB, MAX_LEN = 7, 50, 16  # TinyDecoder with the article's settings
@@ -46,8 +46,8 @@ def run_lines(run, shown: int) -> None:
     st.markdown(t("decoding.sequence", prompt=ids(run.prompt), new=ids(run.new[:shown])))
 
 
-with stage_page("decoding"):
-    gloss(PAYERS)
+@part
+def sampling() -> None:  # logits, temperature, seed and draws: this section only
     section(t("decoding.draw_title"))
     left, right = st.columns([2, 3])
     with left:
@@ -79,6 +79,9 @@ with stage_page("decoding"):
         st.caption(t("decoding.first_draws", k=min(SHOWN_DRAWS, n), seed=seed, draws=first))
         st.info(t("decoding.noise"), icon=":material/casino:")
 
+
+@part
+def generation_loop() -> None:  # prompt, steps, temperature and seed of the loop
     section(t("decoding.loop_title"))
     choice_exercise("reads", t("decoding.ex_question"),
                     [t("decoding.ex_prompt"), t("decoding.ex_all"), t("decoding.ex_last")],
@@ -124,3 +127,9 @@ with stage_page("decoding"):
                                     prompt=ids(prompt), first=greedy.new[0], rest=ids(f.new))
                                   for i, f in enumerate(forks)))
             st.info(t("decoding.not_fixed"), icon=":material/alt_route:")
+
+
+with stage_page("decoding"):
+    gloss(PAYERS)
+    sampling()
+    generation_loop()

@@ -1,6 +1,8 @@
 """Stage 10.1: the last hidden state becomes one logit per vocabulary entry; temperature,
 greedy, top-k and top-p shape the distribution the next token is drawn from."""
 
+from functools import partial
+
 import streamlit as st
 
 from tinyformer.decoding import tied_logits, tied_sizes
@@ -17,7 +19,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 TABLE = [[1, 0], [0, 1], [0.5, -1]]  # E, one row per word: h = [2, 1] gives h Eᵀ = [2, 1, 0]
@@ -39,7 +41,7 @@ def renormalised(tr, j: int, name: str) -> str:
             rf" = {num(tr.probs[j])}")
 
 
-def explain_cell(r: int, j: int) -> str:
+def explain_cell(worked: list, rows: list[str], r: int, j: int) -> str:
     tr, name, label, w = worked[r], explain.cell_name("p", r, j), rows[r], PAYERS[j]
     if not tr.kept[j]:
         return explain.formula(t("logits.cell_cut", w=w, s=label), f"{name} = 0")
@@ -50,28 +52,14 @@ def explain_cell(r: int, j: int) -> str:
     return explain.formula(t("logits.cell_renorm", w=w, s=label), renormalised(tr, j, name))
 
 
-with stage_page("logits"):
-    gloss(PAYERS)
-    section(t("logits.head_title"))
-    left, right = st.columns([2, 3])
-    with left:
-        h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
-                         slider_labels=["h[1]", "h[2]"])
-        table = matrix_input("E", t("logits.table"), TABLE, rows=V)
-    head, sizes = tied_logits(h, table), tied_sizes(DecoderConfig())
-    with right:
-        formula(r"z = h\,E^\top,\quad z_i = h \cdot E_i", r"\begin{gathered}" + r" \\ ".join(
-            rf"z_{{\text{{{w}}}}} = {dot_terms(h, table[i])} = {num(head.logits[i])}"
-            for i, w in enumerate(PAYERS)) + r"\end{gathered}")
-        st.markdown(t("logits.tied", head=sizes.head, untied=f"{sizes.untied:,}",
-                      tied=f"{sizes.tied:,}"))
-
+@part
+def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
     section(t("logits.probs_title"))
     left, right = st.columns([2, 3])
     with left:
         z = matrix_input("z", t("logits.logits"), [2, 1, 0], sliders=True,
                          slider_labels=list(PAYERS))
-        st.caption(t("logits.from_above", z=vec(head.logits)))
+        st.caption(t("logits.from_above", z=vec(head_logits)))
     plain, soft = next_token_probs(z), softmax_steps(z)
     with right:
         formula(r"p_i = \frac{e^{z_i}}{\sum_j e^{z_j}}",
@@ -89,7 +77,7 @@ with stage_page("logits"):
                     explanation=t("logits.ex_explain", p1=num(worked[0].probs[0]),
                                   p05=num(worked[1].probs[0]), p2=num(worked[2].probs[0])))
     number_exercise("topk", t("logits.ex2_question"), float(worked[3].probs[0]),
-                    explain_cell(3, 0))
+                    explain_cell(worked, rows, 3, 0))
     st.markdown(t("logits.order"))
     left, right = st.columns([2, 3])
     with left:
@@ -129,7 +117,25 @@ with stage_page("logits"):
 
     st.markdown(f"**{t('logits.worked_title')}**")
     heatmap([tr.probs for tr in worked], list(PAYERS), rows, key="worked",
-            explain=explain_cell, zmin=0, zmax=1, colorscale="Oranges")
+            explain=partial(explain_cell, worked, rows), zmin=0, zmax=1, colorscale="Oranges")
+
+
+with stage_page("logits"):
+    gloss(PAYERS)
+    section(t("logits.head_title"))
+    left, right = st.columns([2, 3])
+    with left:
+        h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
+                         slider_labels=["h[1]", "h[2]"])
+        table = matrix_input("E", t("logits.table"), TABLE, rows=V)
+    head, sizes = tied_logits(h, table), tied_sizes(DecoderConfig())
+    with right:
+        formula(r"z = h\,E^\top,\quad z_i = h \cdot E_i", r"\begin{gathered}" + r" \\ ".join(
+            rf"z_{{\text{{{w}}}}} = {dot_terms(h, table[i])} = {num(head.logits[i])}"
+            for i, w in enumerate(PAYERS)) + r"\end{gathered}")
+        st.markdown(t("logits.tied", head=sizes.head, untied=f"{sizes.untied:,}",
+                      tied=f"{sizes.tied:,}"))
+    chosen_logits(head.logits)
 
     section(t("logits.real_title"))
     tail = ARTICLE_TAIL
