@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import device_name, section, stage_page
+from ui.page import device_name, part, section, stage_page
 
 VOCAB, MAX_LEN = 50, 16  # the article's vocabulary and position table
 QUESTIONS = {"q1": Q1, "q2": Q2}  # what the trained model reads
@@ -72,8 +72,17 @@ def explain_cell(step: fp.Step, g: int, i: int, c: int, rows: list[str], tok) ->
     return explain.formula(lead, f"{name} = {latex} = {value}")
 
 
-def show_step(step: fp.Step, run: fp.ForwardRun, rows: list[str], tok) -> None:
-    out, groups, hd, grid = step.output, step.output.shape[0], run.model.head_dim, run.grid
+@part
+def walk(run: fp.ForwardRun, rows: list[str], tok) -> None:  # the step slider: this part only
+    section(t("forward.walk_title"))
+    names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
+             + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(run.steps)}
+    step = run.steps[list(names).index(choice("step", t("forward.step"), list(names), "tok",
+                                              widget="slider", format_func=names.get,
+                                              options_shrink=True))]
+    cfg, n, out, hd, grid = run.model.config, len(rows), step.output, run.model.head_dim, run.grid
+    st.markdown(t(f"forward.do_{step.name}", n=n, w=cfg.width, h=cfg.heads, hd=hd,
+                  ff=4 * cfg.width, v=cfg.vocab, last=n - 1, rows=cfg.max_length, grid=grid))
     cols = rows if step.name in ("scores", "weights") else [
         f"h{c // hd}·{c % hd}" if step.name in ("q", "k", "v", "merged") else str(c)
         for c in range(out.shape[-1])]  # Q, K, V: column c belongs to head c // hd
@@ -85,19 +94,18 @@ def show_step(step: fp.Step, run: fp.ForwardRun, rows: list[str], tok) -> None:
                 [f"{r * grid} +" for r in range(out.shape[-1] // grid)], key="probs", **style,
                 explain=lambda r, c: explain_cell(step, 0, 0, r * grid + c, rows, tok))
         return
-    for g, column in zip(range(groups), st.columns(groups), strict=True):
+    for g, column in zip(range(len(out)), st.columns(len(out)), strict=True):
         with column:
             heatmap(out[g], cols, rows, key=f"map_{step.id.replace('.', '_')}_{g}", **style,
-                    x_title=t("forward.head", h=g, hd=hd) if groups > 1 else "",
+                    x_title=t("forward.head", h=g, hd=hd) if len(out) > 1 else "",
                     explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows, tok))
 
 
 with stage_page("forward", uses_device=True):
     trained = choice("model", t("forward.model"), ["random", "trained"], "random",
                      widget="segmented", format_func=lambda m: t(f"forward.model_{m}")) != "random"
-    choice_exercise("shape", t("forward.ex_question"),
-                    ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"], correct=0,
-                    explanation=t("forward.ex_explain"))
+    shapes = ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"]  # the first is right
+    choice_exercise("shape", t("forward.ex_question"), shapes, 0, t("forward.ex_explain"))
     number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
     section(t("forward.settings"))
     if trained:
@@ -139,12 +147,4 @@ with stage_page("forward", uses_device=True):
                 icon=":material/arrow_forward:")
         bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
              key="top", decimals=4, x_title=t("forward.next_id"), height=260)
-        section(t("forward.walk_title"))
-        names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
-                 + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(run.steps)}
-        chosen = run.steps[list(names).index(choice(
-            "step", t("forward.step"), list(names), "tok", widget="slider", format_func=names.get,
-            options_shrink=True))]
-        st.markdown(t(f"forward.do_{chosen.name}", n=n, w=c.width, h=c.heads, hd=c.head_dim,
-                      ff=4 * c.width, v=c.vocab, last=n - 1, rows=c.max_length, grid=run.grid))
-        show_step(chosen, run, rows, tok)
+        walk(run, rows, tok)
