@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_link, stage_page
+from ui.page import part, section, stage_link, stage_page
 from ui.reveal import Stepper
 
 SOURCE, TARGET, CHAT = "who pays the shipping ?", "运费 谁 承担", "请解释Transformer"
@@ -59,22 +59,8 @@ def self_step(number: int, who: str, att, words, said: str) -> None:
             explain=lambda i, j: weight_cell(att, words, words, i, j, who))
 
 
-with stage_page("backbones"):
-    # --- 1. Three backbones, side by side ---------------------------------------------
-    section(t("backbones.side_title"))
-    kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self),
-             ("cross", PATTERN.cross))
-    for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
-        with column:
-            st.markdown(f"**{t(f'backbones.{kind}_name')}**")
-            mask_map(kind, allowed)
-            st.markdown(t(f"backbones.{kind}_text"))
-            st.caption(t(f"backbones.{kind}_use"))
-    st.caption(t("backbones.legend"))
-
-    # --- 2. Cross-attention, with numbers ---------------------------------------------
-    choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
-        "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
+@part
+def cross_attention() -> None:  # sentences, width, seed and steps: this section only
     section(t("backbones.cross_title"))
     left, right = st.columns(2)
     words_help = t("backbones.words_help", n=backbones.MAX_TOKENS)
@@ -125,7 +111,6 @@ with stage_page("backbones"):
                                    explain.cell_name(r"\tilde s", i, j), cross.q[i],
                                    cross.k[j], float(cross.attention.scaled[i, j]),
                                    lhs=rf"q_{i} \cdot k_{j} / \sqrt{{{d}}}", scale_by=d)
-
             col_scores, col_weights = st.columns(2)
             with col_scores:
                 heatmap(cross.attention.scaled, source, target, key="cross_s",
@@ -141,7 +126,22 @@ with stage_page("backbones"):
             st.markdown(f"**4 · {t('backbones.step_ffn')}**")
             st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
 
-    # --- 3. Why today's chat models are decoder-only ------------------------------------
+
+with stage_page("backbones"):
+    section(t("backbones.side_title"))
+    kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self), ("cross", PATTERN.cross))
+    for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
+        with column:
+            st.markdown(f"**{t(f'backbones.{kind}_name')}**")
+            mask_map(kind, allowed)
+            st.markdown(t(f"backbones.{kind}_text"))
+            st.caption(t(f"backbones.{kind}_use"))
+    st.caption(t("backbones.legend"))
+
+    choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
+        "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
+    cross_attention()
+
     section(t("backbones.why_title"))
     st.markdown(t("backbones.why", chat=CHAT))
     gloss(("请", "解释"))
