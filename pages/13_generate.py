@@ -16,7 +16,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import shown_errors
-from ui.page import device_name, section, stage_page
+from ui.page import device_name, part, section, stage_page
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 NEW = " ★"  # marks a K/V row computed in the step shown
@@ -67,6 +67,42 @@ def weights_map(att, head: int, tokens: list[str]) -> None:
             colorscale="Oranges", title=t("generate.weights_title"), decimals=2)
 
 
+@part
+def one_step(cmp: CacheComparison, tokens: list[str], n: int, n_new: int, layers: int,
+             heads: int) -> None:  # the cache, step, block and head: this section only
+    section(t("generate.steps_title"))
+    choice_exercise("rows", t("generate.ex_question"),
+                    [t("generate.ex_one"), t("generate.ex_so_far"), t("generate.ex_all")],
+                    correct=0, explanation=t("generate.ex_explain"))
+    use_cache = toggle("cache", t("generate.cache"), True, help=t("generate.cache_help"))
+    gen = cmp.cached if use_cache else cmp.recomputed
+    k = choice("step", t("generate.step"), list(range(1, n_new + 1)), min(2, n_new),
+               widget="slider", options_shrink=True,
+               format_func=lambda s: t("generate.step_label", k=s, tok=tokens[n + s - 1]))
+    with st.container(horizontal=True):
+        block = choice("block", t("generate.block"), list(range(1, layers + 1)), 1,
+                       widget="segmented")
+        head = choice("head", t("generate.head"), list(range(1, heads + 1)), 1, widget="segmented")
+    step = gen.steps[k - 1]
+    att = step.trace.blocks[block - 1].attention
+    facts = "full" if not use_cache else "first" if k == 1 else "cache"
+    st.markdown(t(f"generate.facts_{facts}", k=k, prev=k - 1, new=len(step.fed),
+                  fed="".join(tokens[n + k - 1 - len(step.fed):n + k - 1]),
+                  past=step.past, rows=att.k.shape[-2], tok=tokens[n + k - 1],
+                  p=num(step.probability)))
+    q_table = att.q[0, head - 1].cpu()  # [N, hd]
+    heatmap(q_table, [str(c) for c in range(q_table.shape[-1])],
+            [f"{j} · {tokens[j]}" for j in range(att.past_length, att.k.shape[-2])],
+            key="q_map", title=t("generate.q_title", new=len(step.fed),
+                                 hd=q_table.shape[-1]), **diverging(q_table))
+    weights_map(att, head - 1, tokens)
+    kv_maps(att, head - 1, k, tokens, n, cmp.kv_gaps[k - 1], use_cache)
+    st.caption(t("generate.star"))
+    (st.success if cmp.same_tokens else st.warning)(t(
+        "generate.same" if cmp.same_tokens else "generate.differ", k=k, tok=tokens[n + k - 1],
+        logit=f"{cmp.logit_gaps[k - 1]:.1e}", kv=f"{cmp.kv_gaps[k - 1]:.1e}"))
+
+
 with stage_page("generate", uses_device=True):
     device = device_name()
     left, right = st.columns([3, 2], vertical_alignment="bottom")
@@ -84,39 +120,8 @@ with stage_page("generate", uses_device=True):
                       answer="".join(tokens[n:]), device=device.upper()))
         st.caption(t("generate.not_advice") + (" " + t("generate.beyond", m=ANSWER_LENGTH)
                                                if n_new > ANSWER_LENGTH else ""))
-        section(t("generate.steps_title"))
-        choice_exercise("rows", t("generate.ex_question"),
-                        [t("generate.ex_one"), t("generate.ex_so_far"), t("generate.ex_all")],
-                        correct=0, explanation=t("generate.ex_explain"))
-        use_cache = toggle("cache", t("generate.cache"), True, help=t("generate.cache_help"))
+        one_step(cmp, tokens, n, n_new, layers, heads)
         full = cmp.recomputed
-        gen = cmp.cached if use_cache else full
-        k = choice("step", t("generate.step"), list(range(1, n_new + 1)), min(2, n_new),
-                   widget="slider", options_shrink=True,
-                   format_func=lambda s: t("generate.step_label", k=s, tok=tokens[n + s - 1]))
-        with st.container(horizontal=True):
-            block = choice("block", t("generate.block"), list(range(1, layers + 1)), 1,
-                           widget="segmented")
-            head = choice("head", t("generate.head"), list(range(1, heads + 1)), 1,
-                          widget="segmented")
-        step = gen.steps[k - 1]
-        att = step.trace.blocks[block - 1].attention
-        facts = "full" if not use_cache else "first" if k == 1 else "cache"
-        st.markdown(t(f"generate.facts_{facts}", k=k, prev=k - 1, new=len(step.fed),
-                      fed="".join(tokens[n + k - 1 - len(step.fed):n + k - 1]),
-                      past=step.past, rows=att.k.shape[-2], tok=tokens[n + k - 1],
-                      p=num(step.probability)))
-        q_table = att.q[0, head - 1].cpu()  # [N, hd]
-        heatmap(q_table, [str(c) for c in range(q_table.shape[-1])],
-                [f"{j} · {tokens[j]}" for j in range(att.past_length, att.k.shape[-2])],
-                key="q_map", title=t("generate.q_title", new=len(step.fed),
-                                     hd=q_table.shape[-1]), **diverging(q_table))
-        weights_map(att, head - 1, tokens)
-        kv_maps(att, head - 1, k, tokens, n, cmp.kv_gaps[k - 1], use_cache)
-        st.caption(t("generate.star"))
-        (st.success if cmp.same_tokens else st.warning)(t(
-            "generate.same" if cmp.same_tokens else "generate.differ", k=k, tok=tokens[n + k - 1],
-            logit=f"{cmp.logit_gaps[k - 1]:.1e}", kv=f"{cmp.kv_gaps[k - 1]:.1e}"))
         section(t("generate.work_title"))
         number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
                         full.cumulative[-1].positions,

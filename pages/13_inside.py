@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, text
 from ui.models import shipped_model
 from ui.notes import shown_errors
-from ui.page import device_name, section, stage_page
+from ui.page import device_name, part, section, stage_page
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 PARTS = ("reason", "item", "rest")
@@ -75,6 +75,22 @@ def shares_table(insp: Inspection) -> None:
                  item="".join(insp.tokens[j] for j in insp.item_positions) or "—"))
 
 
+@part
+def every_head(found: dict[str, Inspection]) -> None:  # the question shown: this part only
+    section(t("inside.full_title"))
+    if found:
+        shown = found[choice("which", t("inside.which"), list(found), next(iter(found)),
+                             format_func=lambda n: found[n].question, options_shrink=True)]
+        st.caption(t("inside.full_lead", n=len(shown.tokens), last=shown.tokens[-1]))
+        layers, heads = shown.attention.shape[:2]
+        for b in range(layers):
+            for h, column in zip(range(heads), st.columns(heads), strict=True):
+                with column:
+                    heatmap(shown.attention[b, h], list(shown.tokens), list(shown.tokens),
+                            key=f"full_{b}_{h}", zmin=0, zmax=1, colorscale="Oranges",
+                            title=t("inside.head_label", b=b + 1, h=h + 1))
+
+
 with stage_page("inside", uses_device=True):
     device = device_name()
     found: dict[str, Inspection] = {}
@@ -128,15 +144,4 @@ with stage_page("inside", uses_device=True):
                 shares_table(found[name])
     st.info(t("inside.not_why"), icon=":material/school:")
 
-    section(t("inside.full_title"))
-    if found:
-        shown = found[choice("which", t("inside.which"), list(found), next(iter(found)),
-                             format_func=lambda n: found[n].question, options_shrink=True)]
-        st.caption(t("inside.full_lead", n=len(shown.tokens), last=shown.tokens[-1]))
-        layers, heads = shown.attention.shape[:2]
-        for b in range(layers):
-            for h, column in zip(range(heads), st.columns(heads), strict=True):
-                with column:
-                    heatmap(shown.attention[b, h], list(shown.tokens), list(shown.tokens),
-                            key=f"full_{b}_{h}", zmin=0, zmax=1, colorscale="Oranges",
-                            title=t("inside.head_label", b=b + 1, h=h + 1))
+    every_head(found)
