@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.hand_example import hand_example_inputs, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 with stage_page("softmax"):
@@ -24,88 +24,94 @@ with stage_page("softmax"):
                     explanation=t("softmax.ex_explain"))
 
     # --- The hand example: one query, two keys, two values ---------------------------
-    section(t("softmax.hand_title"))
-    q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
-    with st.container(horizontal=True):
-        st.button(t("softmax.preset_default"), on_click=set_hand_example,
-                  kwargs={"q": "1, 0", "kA": "1, 0", "kB": "0, 1"})
-        st.button(t("softmax.preset_kb"), on_click=set_hand_example,
-                  kwargs={"q": "1, 0", "kA": "1, 0", "kB": "2, 0"})
-    trace = scaled_dot_product_attention(q[None, :], torch.stack([k_a, k_b]),
-                                         torch.stack([v_a, v_b]))
-    scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
-                                       trace.output[0])  # [2] each
-    soft = softmax_steps(scaled)
-    d_k = q.numel()
+    @part
+    def by_hand() -> None:
+        section(t("softmax.hand_title"))
+        q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
+        with st.container(horizontal=True):
+            st.button(t("softmax.preset_default"), on_click=set_hand_example,
+                      kwargs={"q": "1, 0", "kA": "1, 0", "kB": "0, 1"})
+            st.button(t("softmax.preset_kb"), on_click=set_hand_example,
+                      kwargs={"q": "1, 0", "kA": "1, 0", "kB": "2, 0"})
+        trace = scaled_dot_product_attention(q[None, :], torch.stack([k_a, k_b]),
+                                             torch.stack([v_a, v_b]))
+        scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
+                                           trace.output[0])  # [2] each
+        soft = softmax_steps(scaled)
+        d_k = q.numel()
 
-    steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
-                             ("scores", "scaled", "weights", "output")])
-    if steps.shows(1):
-        st.markdown(f"**1 · {t('softmax.step_scores')}** — `{vec(scores)}`")
-        formula(r"s_j = q \cdot k_j",
-                rf"s_A = {dot_terms(q, k_a)} = {num(scores[0])},\quad "
-                rf"s_B = {dot_terms(q, k_b)} = {num(scores[1])}")
-    if steps.shows(2):
-        st.markdown(f"**2 · {t('softmax.step_scaled')}** — `{vec(scaled)}`")
-        formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
-                rf"\frac{{{latex_vec(scores)}}}{{\sqrt{{{d_k}}}}} = {latex_vec(scaled)}")
-    if steps.shows(3):
-        st.markdown(f"**3 · {t('softmax.step_weights')}** — `{vec(weights)}`")
-        e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
-        formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",
-                rf"e^{{{num(scaled[0])}}} = {e_a},\ e^{{{num(scaled[1])}}} = {e_b};\ "
-                rf"a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}} = \frac{{{e_a}}}{{{total}}} = "
-                rf"{num(weights[0])},\ a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}")
-    if steps.shows(4):
-        st.markdown(f"**4 · {t('softmax.step_output')}** — `{vec(output)}`")
-        formula(r"o = a_A v_A + a_B v_B",
-                rf"{num(weights[0])}\cdot{latex_vec(v_a)} + {num(weights[1])}\cdot"
-                rf"{latex_vec(v_b)} = {latex_vec(output)}")
-        st.caption(t("softmax.rounding_note", wa=num(weights[0], 4), wb=num(weights[1], 4)))
-        st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
+        steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
+                                 ("scores", "scaled", "weights", "output")])
+        if steps.shows(1):
+            st.markdown(f"**1 · {t('softmax.step_scores')}** — `{vec(scores)}`")
+            formula(r"s_j = q \cdot k_j",
+                    rf"s_A = {dot_terms(q, k_a)} = {num(scores[0])},\quad "
+                    rf"s_B = {dot_terms(q, k_b)} = {num(scores[1])}")
+        if steps.shows(2):
+            st.markdown(f"**2 · {t('softmax.step_scaled')}** — `{vec(scaled)}`")
+            formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
+                    rf"\frac{{{latex_vec(scores)}}}{{\sqrt{{{d_k}}}}} = {latex_vec(scaled)}")
+        if steps.shows(3):
+            st.markdown(f"**3 · {t('softmax.step_weights')}** — `{vec(weights)}`")
+            e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
+            formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",
+                    rf"e^{{{num(scaled[0])}}} = {e_a},\ e^{{{num(scaled[1])}}} = {e_b};\ "
+                    rf"a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}} = \frac{{{e_a}}}{{{total}}} = "
+                    rf"{num(weights[0])},\ a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}")
+        if steps.shows(4):
+            st.markdown(f"**4 · {t('softmax.step_output')}** — `{vec(output)}`")
+            formula(r"o = a_A v_A + a_B v_B",
+                    rf"{num(weights[0])}\cdot{latex_vec(v_a)} + {num(weights[1])}\cdot"
+                    rf"{latex_vec(v_b)} = {latex_vec(output)}")
+            st.caption(t("softmax.rounding_note", wa=num(weights[0], 4), wb=num(weights[1], 4)))
+            st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
+    by_hand()
 
     # --- All positions at once: the matrix form --------------------------------------
-    section(t("softmax.matrix_title"))
-    st.markdown(t("softmax.matrix_lead"))
-    gloss(TAIL4)
-    cols = st.columns(3)
-    with cols[0]:
-        Q = matrix_input("Q", "Q [4 × 2]", [[1, 0], [0, 1], [1, 1], [1, -1]], rows=4)
-    with cols[1]:
-        K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
-    with cols[2]:
-        V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
-    causal = toggle("causal", t("softmax.causal"), True)
-    full = scaled_dot_product_attention(Q, K, V, mask=attention_mask(4, causal=causal))
-    formula(r"\mathrm{Attention}(Q,K,V) = "
-            r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+    @part
+    def matrix_form() -> None:
+        section(t("softmax.matrix_title"))
+        st.markdown(t("softmax.matrix_lead"))
+        gloss(TAIL4)
+        cols = st.columns(3)
+        with cols[0]:
+            Q = matrix_input("Q", "Q [4 × 2]", [[1, 0], [0, 1], [1, 1], [1, -1]], rows=4)
+        with cols[1]:
+            K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
+        with cols[2]:
+            V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
+        causal = toggle("causal", t("softmax.causal"), True)
+        full = scaled_dot_product_attention(Q, K, V, mask=attention_mask(4, causal=causal))
+        formula(r"\mathrm{Attention}(Q,K,V) = "
+                r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
 
-    def explain_weight(i: int, j: int) -> str:
-        name = explain.cell_name("a", i, j)
-        if not torch.isfinite(full.masked[i, j]):
-            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-        return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
-                               full.masked[i], j)
+        def explain_weight(i: int, j: int) -> str:
+            name = explain.cell_name("a", i, j)
+            if not torch.isfinite(full.masked[i, j]):
+                return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
+            return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
+                                   full.masked[i], j)
 
-    def explain_score(i: int, j: int) -> str:
-        name = explain.cell_name(r"\tilde s", i, j)
-        if not torch.isfinite(full.masked[i, j]):
-            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-        return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]), name, Q[i], K[j],
-                           full.scaled[i, j], lhs=f"q_{i} \\cdot k_{j} / \\sqrt{{2}}",
-                           scale_by=2)
+        def explain_score(i: int, j: int) -> str:
+            name = explain.cell_name(r"\tilde s", i, j)
+            if not torch.isfinite(full.masked[i, j]):
+                return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
+            return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]), name, Q[i], K[j],
+                               full.scaled[i, j], lhs=f"q_{i} \\cdot k_{j} / \\sqrt{{2}}",
+                               scale_by=2)
 
-    number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
-                    explain_weight(1, 0))
-    col_scores, col_weights = st.columns(2)
-    with col_scores:
-        st.markdown(f"**{t('softmax.scaled_table')}**")
-        heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
-    with col_weights:
-        st.markdown(f"**{t('softmax.weights_table')}**")
-        heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
-                zmin=0, zmax=1, colorscale="Oranges")
-    st.markdown(f"**{t('softmax.output_table')}**")
-    formula(r"O = AV",
-            rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
-    st.caption(t("softmax.not_explanation"))
+        number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
+                        explain_weight(1, 0))
+        col_scores, col_weights = st.columns(2)
+        with col_scores:
+            st.markdown(f"**{t('softmax.scaled_table')}**")
+            heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
+        with col_weights:
+            st.markdown(f"**{t('softmax.weights_table')}**")
+            heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
+                    zmin=0, zmax=1, colorscale="Oranges")
+        st.markdown(f"**{t('softmax.output_table')}**")
+        formula(r"O = AV",
+                rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
+        st.caption(t("softmax.not_explanation"))
+    matrix_form()
