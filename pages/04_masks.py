@@ -14,7 +14,7 @@ from ui.fmt import num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import section, stage_link, stage_page
+from ui.page import part, section, stage_link, stage_page
 from ui.reveal import Stepper
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
@@ -22,6 +22,8 @@ INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next toke
 PADDED = ("[PAD]", "[PAD]", *TAIL4)  # one request, left-padded with 2 empty positions
 VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]: real tokens
 N = len(PADDED)
+Q_DEFAULT, K_DEFAULT = ([[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]],  # [PAD] rows first
+                        [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]])
 M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
 
 
@@ -76,73 +78,73 @@ with stage_page("masks"):
     st.info(t("masks.parallel_note"), icon=":material/bolt:")
 
     # --- 3. Padding, and both masks together ----------------------------------------
-    section(t("masks.pad_title"))
-    st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
-    left, right = st.columns(2)
-    with left:
-        use_causal = toggle("causal", t("masks.toggle_causal"), True)
-    with right:
-        use_pad = toggle("pad", t("masks.toggle_pad"), True)
-    allowed = attention_mask(N, use_causal, VALID if use_pad else None).reshape(N, N)  # [6, 6]
-    future = ~causal_mask(N)  # [6, 6] True = a later position
+    @part
+    def masked_attention() -> None:
+        section(t("masks.pad_title"))
+        st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
+        left, right = st.columns(2)
+        with left:
+            use_causal = toggle("causal", t("masks.toggle_causal"), True)
+        with right:
+            use_pad = toggle("pad", t("masks.toggle_pad"), True)
+        allowed = attention_mask(N, use_causal, VALID if use_pad else None).reshape(N, N)  # [N, N]
+        future = ~causal_mask(N)  # [6, 6] True = a later position
 
-    def reason(i: int, j: int) -> str:
-        late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
-        key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
-        return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
+        def reason(i: int, j: int) -> str:
+            late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
+            key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
+            return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
 
-    st.markdown(f"**{t('masks.combined_label')}**")
-    heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
-            explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
-    st.caption(t("masks.real_block"))
+        st.markdown(f"**{t('masks.combined_label')}**")
+        heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
+                explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
+        st.caption(t("masks.real_block"))
 
-    # --- 4. Scores after the mask, and the weights ----------------------------------
-    section(t("masks.scores_title"))
-    exercise = st.container()  # predict first: filled once Q and K are known
-    st.markdown(t("masks.scores_lead"))
-    left, right = st.columns(2)
-    with left:
-        Q = matrix_input("Q", "Q [6 × 2]", [[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]],
-                         rows=6)
-    with right:
-        K = matrix_input("K", "K [6 × 2]", [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]],
-                         rows=6)
-    att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
+        # --- 4. Scores after the mask, and the weights ----------------------------------
+        section(t("masks.scores_title"))
+        exercise = st.container()  # predict first: filled once Q and K are known
+        st.markdown(t("masks.scores_lead"))
+        left, right = st.columns(2)
+        with left:
+            Q = matrix_input("Q", "Q [6 × 2]", Q_DEFAULT, rows=6)
+        with right:
+            K = matrix_input("K", "K [6 × 2]", K_DEFAULT, rows=6)
+        att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
+        def explain_score(i: int, j: int, masked: bool = True) -> str:
+            name = explain.cell_name(r"\tilde s", i, j)
+            if masked and not allowed[i, j]:
+                return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
+                                       r"(-\infty) = -\infty")
+            return explain.dot(reason(i, j) if masked else t("masks.cell_scaled", i=PADDED[i],
+                               j=PADDED[j]), name, Q[i], K[j], float(att.scaled[i, j]), scale_by=2)
 
-    def explain_score(i: int, j: int, masked: bool = True) -> str:
-        name = explain.cell_name(r"\tilde s", i, j)
-        if masked and not allowed[i, j]:
-            return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
-                                   r"(-\infty) = -\infty")
-        return explain.dot(reason(i, j) if masked else t("masks.cell_scaled", i=PADDED[i],
-                           j=PADDED[j]), name, Q[i], K[j], float(att.scaled[i, j]), scale_by=2)
+        def explain_weight(i: int, j: int) -> str:
+            name = explain.cell_name("a", i, j)
+            if not allowed[i].any():
+                return explain.formula(t("masks.cell_empty_row", i=PADDED[i], pi=i), f"{name} = 0")
+            if not allowed[i, j]:
+                return explain.blocked(reason(i, j), name)
+            return explain.softmax(t("masks.cell_weight", i=PADDED[i], j=PADDED[j]), name,
+                                   att.masked[i], j)
 
-    def explain_weight(i: int, j: int) -> str:
-        name = explain.cell_name("a", i, j)
-        if not allowed[i].any():
-            return explain.formula(t("masks.cell_empty_row", i=PADDED[i], pi=i), f"{name} = 0")
-        if not allowed[i, j]:
-            return explain.blocked(reason(i, j), name)
-        return explain.softmax(t("masks.cell_weight", i=PADDED[i], j=PADDED[j]), name,
-                               att.masked[i], j)
-
-    with exercise:
-        number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
-                        explain_weight(2, 2))
-    steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
-    top, bottom = st.columns(2), st.columns(2)
-    if steps.shows(1):
-        with top[0]:
-            heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",
-                    explain=lambda i, j: explain_score(i, j, masked=False))
-    if steps.shows(2):
-        with top[1]:
-            heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
-                    title=f"2 · {steps.labels[1]}")
-    if steps.shows(3):
-        with bottom[0]:
-            heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
-                    zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
-        with bottom[1]:
-            weight_checks(att, allowed)
-    st.caption(t("masks.not_explanation"))
+        with exercise:
+            number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
+                            explain_weight(2, 2))
+        steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
+        top, bottom = st.columns(2), st.columns(2)
+        if steps.shows(1):
+            with top[0]:
+                heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",
+                        explain=lambda i, j: explain_score(i, j, masked=False))
+        if steps.shows(2):
+            with top[1]:
+                heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
+                        title=f"2 · {steps.labels[1]}")
+        if steps.shows(3):
+            with bottom[0]:
+                heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
+                        zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
+            with bottom[1]:
+                weight_checks(att, allowed)
+        st.caption(t("masks.not_explanation"))
+    masked_attention()
