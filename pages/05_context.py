@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 
 WORD, CHAR = "运费", "费"  # the trained model reads characters: 费 completes the word 运费
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
@@ -27,7 +27,7 @@ def trained_run(twin: str) -> TrainedComparison:
     return compare_trained(shipped_model(), Q1, twin, CHAR)
 
 
-def part(word: str, c: int, a, v, value) -> str:
+def adds(word: str, c: int, a, v, value) -> str:
     """a_w v_{w,c} = a · v = value: what one word adds to number c of the output."""
     w = rf"\text{{「{word}」}}"
     return rf"a_{{{w}}}\,v_{{{w},{c}}} = {num(a)}\cdot{term(v, 3)} = {num(value)}"
@@ -91,7 +91,7 @@ def random_view() -> None:
                       [WORD], f"read_{side}", WORD)
         j = b.words.index("退货")
         number_exercise("part", t("context.ex3_question", v=vec(b.v[j])),
-                        float(b.contributions[j, 0]), explain.formula(t("context.ex3_steps"), part(
+                        float(b.contributions[j, 0]), explain.formula(t("context.ex3_steps"), adds(
                             "退货", 1, b.weights[j], b.v[j, 0], b.contributions[j, 0])))
         section(t("context.parts_title"))
         st.markdown(t("context.parts_lead"))
@@ -101,7 +101,7 @@ def random_view() -> None:
             col.markdown(f"**{question}**")
             with col:
                 by_word(r.contributions[: r.at + 1], r.read, f"parts_{side}", "context.cell_part",
-                        lambda w, c, r=r: part(r.words[w], c + 1, r.weights[w], r.v[w, c],
+                        lambda w, c, r=r: adds(r.words[w], c + 1, r.weights[w], r.v[w, c],
                                                r.contributions[w, c]), style)
             col.latex(rf"o{sup} = \sum_j a{sup}_j v_j = {latex_vec(r.output)}")
         section(t("context.diff_title"))
@@ -147,4 +147,4 @@ with stage_page("context"):
     gloss(Q1_WORDS + Q2_WORDS + ("运", CHAR))  # 运, 费: the characters the trained view follows
     model = choice("model", t("context.model"), ["random", "trained"], "random",
                    widget="segmented", format_func=lambda m: t(f"context.model_{m}"))
-    (random_view if model == "random" else trained_view)()
+    part(random_view if model == "random" else trained_view)()  # reruns alone on its inputs
