@@ -20,7 +20,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
@@ -79,51 +79,55 @@ with stage_page("kvcache"):
     choice_exercise("stored", t("kvcache.ex_question"),
                     [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
                     explanation=t("kvcache.ex_explain"))
-    section(t("kvcache.calc_title"))
-    left, right = st.columns([2, 3])  # the settings, and beside them the size they give
-    with left:
-        c1, c2 = st.columns(2)
-        with c1:
-            layers = number("L", t("kvcache.layers"), 1, 1000, 32)
-            kv_heads = number("kvh", t("kvcache.kv_heads"), 1, 1024, 8)
-        with c2:
-            q_heads = number("qh", t("kvcache.q_heads"), 1, 1024, 32)
-            head_dim = number("hd", t("kvcache.head_dim"), 1, 1024, 128)
-        seq = number("seq", t("kvcache.seq"), 1, 1_048_576, 8192, gesture="both")
-        nbytes = choice("bytes", t("kvcache.bytes"), list(BYTES), 2, widget="select",
-                        format_func=lambda b: f"{b} ({BYTES[b]})")
-        st.caption(t("kvcache.presets_lead"))
-        with st.container(horizontal=True):
-            for name in PRESETS:
-                st.button(name, on_click=apply_preset, args=(name,), key=f"_kvcache.preset.{name}")
-    with right, shown_errors():
-        size_steps(gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes), layers,
-                   kv_heads, head_dim, seq, nbytes)
-    longer = kv_cache_size(32, 8, 128, 16_384, 2)  # Llama-3-8B, twice the tokens, FP16
-    factors, total = product((32, 8, 128, 16_384, 2, 2), longer.total_bytes)
-    number_exercise(
-        "longer", t("kvcache.ex2_question"), in_unit(longer.total_bytes, "GiB"),
-        t("kvcache.ex2_steps", total=exact(longer.total_bytes), gib=human(longer.total_bytes))
-        + "\n\n" + rf"$$S_{{KV}} = \begin{{aligned}}&{factors} \\ &= {total}\end{{aligned}}$$",
-        tolerance=0.01, decimals=2)
-    st.caption(t("kvcache.batch_note"))
+    @part
+    def calculator() -> None:
+        section(t("kvcache.calc_title"))
+        left, right = st.columns([2, 3])  # the settings, and beside them the size they give
+        with left:
+            c1, c2 = st.columns(2)
+            with c1:
+                layers = number("L", t("kvcache.layers"), 1, 1000, 32)
+                kv_heads = number("kvh", t("kvcache.kv_heads"), 1, 1024, 8)
+            with c2:
+                q_heads = number("qh", t("kvcache.q_heads"), 1, 1024, 32)
+                head_dim = number("hd", t("kvcache.head_dim"), 1, 1024, 128)
+            seq = number("seq", t("kvcache.seq"), 1, 1_048_576, 8192, gesture="both")
+            nbytes = choice("bytes", t("kvcache.bytes"), list(BYTES), 2, widget="select",
+                            format_func=lambda b: f"{b} ({BYTES[b]})")
+            st.caption(t("kvcache.presets_lead"))
+            with st.container(horizontal=True):
+                for name in PRESETS:
+                    st.button(name, on_click=apply_preset, args=(name,),
+                              key=f"_kvcache.preset.{name}")
+        with right, shown_errors():
+            size_steps(gqa_saving(layers, q_heads, kv_heads, head_dim, seq, nbytes), layers,
+                       kv_heads, head_dim, seq, nbytes)
+        longer = kv_cache_size(32, 8, 128, 16_384, 2)  # Llama-3-8B, twice the tokens, FP16
+        factors, total = product((32, 8, 128, 16_384, 2, 2), longer.total_bytes)
+        number_exercise(
+            "longer", t("kvcache.ex2_question"), in_unit(longer.total_bytes, "GiB"),
+            t("kvcache.ex2_steps", total=exact(longer.total_bytes), gib=human(longer.total_bytes))
+            + "\n\n" + rf"$$S_{{KV}} = \begin{{aligned}}&{factors} \\ &= {total}\end{{aligned}}$$",
+            tolerance=0.01, decimals=2)
+        st.caption(t("kvcache.batch_note"))
 
-    section(t("kvcache.what_title"))
-    st.markdown(t("kvcache.what"))
-    formula(r"S_{KV} = " + SYMBOLS)
-    st.caption(t("kvcache.symbols"))
+        section(t("kvcache.what_title"))
+        st.markdown(t("kvcache.what"))
+        formula(r"S_{KV} = " + SYMBOLS)
+        st.caption(t("kvcache.symbols"))
 
-    section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
-    caches = preset_caches(seq, nbytes)
-    mib = [in_unit(c.total_bytes, "MiB") for c in caches.values()]
-    bars(list(caches), {t("kvcache.mib"): mib}, key="presets", y_title=t("kvcache.mib"),
-         decimals=places(mib))
-    llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
-    ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
-    st.markdown(t("kvcache.compare_note", ratio=str(ratio)))
-    st.table(pd.DataFrame(  # six narrow columns, so that a phone shows them all
-        [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes)]
-         for p in PRESETS.values()],
-        columns=[t(f"kvcache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes")]))
-    st.caption(t("kvcache.sources", list="; ".join(f"{p.name}: {p.source}"
-                                                   for p in PRESETS.values())))
+        section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
+        caches = preset_caches(seq, nbytes)
+        mib = [in_unit(c.total_bytes, "MiB") for c in caches.values()]
+        bars(list(caches), {t("kvcache.mib"): mib}, key="presets", y_title=t("kvcache.mib"),
+             decimals=places(mib))
+        llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
+        ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
+        st.markdown(t("kvcache.compare_note", ratio=str(ratio)))
+        st.table(pd.DataFrame(  # six narrow columns, so that a phone shows them all
+            [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim,
+              exact(caches[p.name].total_bytes)] for p in PRESETS.values()],
+            columns=[t(f"kvcache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes")]))
+        st.caption(t("kvcache.sources", list="; ".join(f"{p.name}: {p.source}"
+                                                       for p in PRESETS.values())))
+    calculator()
