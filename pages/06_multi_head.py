@@ -19,7 +19,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 WIDTH, N = 8, len(TAIL6)
@@ -61,23 +61,12 @@ def shape_table(x, tr: MultiHeadTrace) -> None:
         columns=[t(f"multihead.col_{c}") for c in ("step", "symbolic", "live", "what")]))
 
 
-with stage_page("multihead"):
-    gloss(TAIL6)
-    section(t("multihead.split_title"))
-    left, right = st.columns([2, 3])  # the question and the settings, beside the split
-    with left:
-        choice_exercise("shapes", t("multihead.ex_question"),
-                        [t("multihead.ex_a"), t("multihead.ex_b"), t("multihead.ex_c")],
-                        correct=0, explanation=t("multihead.ex_explain"))
+@part
+def split(heads_box, right, x, weights: list, mask) -> None:
+    """The head count (in `heads_box`) and everything it changes: the split, the heads, W_o."""
+    with heads_box:
         heads = choice("heads", t("multihead.heads"), [1, 2, 3, 4, 8], 2)
-        c1, c2 = st.columns(2, vertical_alignment="bottom")
-        with c1:
-            seed = number("seed", t("multihead.seed"), 0, 9999, 0)
-        with c2:
-            causal = toggle("causal", t("multihead.causal"), True)
-        random_weights_note()
-    x, w_q, w_k, w_v, w_o = random_mha_setup(N, WIDTH, torch.Generator().manual_seed(seed))
-    mask, tr = attention_mask(N, causal=causal), None
+    (w_q, w_k, w_v, w_o), tr = weights, None
     with right, shown_errors():
         tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads, mask=mask)
         hd, q_full = tr.head_dim, merge_heads(tr.q)[0]  # q_full [N, 8]: heads side by side
@@ -91,43 +80,43 @@ with stage_page("multihead"):
                         t("multihead.cell_q", i=TAIL6[i], c=c, h=c // hd),
                         explain.cell_name("q", i, c), x[0, i], w_q[:, c], q_full[i, c],
                         per_line=4, lhs=rf"x_{{{i}}} \cdot W_q[:, {c}]"))
-    if tr is not None:
-        st.info(t("multihead.split_note", heads=heads, hd=hd, n=N), icon=":material/splitscreen:")
-        if steps.shows(2):
-            st.markdown(f"**2 · {steps.labels[1]}**")
-            head_maps(tr, "head", lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i],
-                                                        j=TAIL6[j], hd=hd),
-                      label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
-                                        lo=h * hd, hi=(h + 1) * hd - 1))
-        if steps.shows(3):
-            st.markdown(f"**3 · {steps.labels[2]}**")
-            formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
-                    r"\mathrm{head}_{H-1})\, W_o")
-            heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
-                    **diverging(tr.output), explain=lambda i, c: explain.dot(
-                        t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
-                        tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
-            st.caption(t("multihead.params_note"))
-        shape_table(x, tr)
-    st.markdown(t("multihead.roles"))
-    gloss(APPLE)
+    if tr is None:
+        return
+    st.info(t("multihead.split_note", heads=heads, hd=hd, n=N), icon=":material/splitscreen:")
+    if steps.shows(2):
+        st.markdown(f"**2 · {steps.labels[1]}**")
+        head_maps(tr, "head", lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i],
+                                                    j=TAIL6[j], hd=hd),
+                  label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
+                                    lo=h * hd, hi=(h + 1) * hd - 1))
+    if steps.shows(3):
+        st.markdown(f"**3 · {steps.labels[2]}**")
+        formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
+                r"\mathrm{head}_{H-1})\, W_o")
+        heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",
+                **diverging(tr.output), explain=lambda i, c: explain.dot(
+                    t("multihead.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
+                    tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
+        st.caption(t("multihead.params_note"))
+    shape_table(x, tr)
 
-    # --- GQA and MQA, run --------------------------------------------------------------
+
+@part
+def grouped(x, weights: list, mask) -> None:
+    """GQA and MQA, run: query heads that share a K/V head still weigh the tokens differently."""
     section(t("multihead.gqa_title"))
     number_exercise("groups", t("multihead.ex2_question"), kv_group_size(32, 8),
                     t("multihead.ex2_steps", g=kv_group_size(32, 8)), tolerance=0, decimals=0)
-    choice_exercise("shared", t("multihead.ex3_question"),
-                    [t("multihead.ex3_a"), t("multihead.ex3_b"), t("multihead.ex3_c")], correct=1,
-                    explanation=t("multihead.ex3_explain"))
+    choice_exercise("shared", t("multihead.ex3_question"), [t(f"multihead.ex3_{k}") for k in "abc"],
+                    correct=1, explanation=t("multihead.ex3_explain"))
     st.markdown(t("multihead.gqa_lead"))
     kv = choice("kv", t("multihead.kv_heads"), [1, 2, GQA_HEADS], 2,
                 format_func=lambda k: f"{k} ({attention_kind(GQA_HEADS, k).upper()})")
-    run = grouped_query_attention(x, w_q, w_k, w_v, w_o, GQA_HEADS, kv, mask)
+    run = grouped_query_attention(x, *weights, GQA_HEADS, kv, mask)
     gt = run.trace
     st.markdown(t(f"multihead.kind_{attention_kind(GQA_HEADS, kv)}", q=GQA_HEADS, kv=kv,
                   g=kv_group_size(GQA_HEADS, kv), wk=shape(run.w_k)))
-    head_maps(gt, "gqa",
-              label=lambda h: t("multihead.gqa_label", h=h, g=gt.kv_group_of_head[h]),
+    head_maps(gt, "gqa", label=lambda h: t("multihead.gqa_label", h=h, g=gt.kv_group_of_head[h]),
               lead=lambda h, i, j: t("multihead.cell_gqa", h=h, g=gt.kv_group_of_head[h],
                                      i=TAIL6[i], j=TAIL6[j]))
     for group in run.groups:
@@ -136,3 +125,26 @@ with stage_page("multihead"):
         st.markdown(t(key, heads=names, g=group.kv_head, gap=num(group.weight_gap)))
     st.success(t("multihead.gqa_32", g=kv_group_size(32, 8), ratio=str(cache_ratio(32, 8)),
                  mqa=str(cache_ratio(32, 1))), icon=":material/memory:")
+
+
+with stage_page("multihead"):
+    gloss(TAIL6)
+    section(t("multihead.split_title"))
+    left, right = st.columns([2, 3])  # the question and the settings, beside the split
+    with left:
+        choice_exercise("shapes", t("multihead.ex_question"),
+                        [t("multihead.ex_a"), t("multihead.ex_b"), t("multihead.ex_c")],
+                        correct=0, explanation=t("multihead.ex_explain"))
+        heads_box = st.container()  # the head count, drawn by split(): only it reads it
+        c1, c2 = st.columns(2, vertical_alignment="bottom")
+        with c1:
+            seed = number("seed", t("multihead.seed"), 0, 9999, 0)
+        with c2:
+            causal = toggle("causal", t("multihead.causal"), True)
+        random_weights_note()
+    x, *weights = random_mha_setup(N, WIDTH, torch.Generator().manual_seed(seed))
+    mask = attention_mask(N, causal=causal)
+    split(heads_box, right, x, weights, mask)
+    st.markdown(t("multihead.roles"))
+    gloss(APPLE)
+    grouped(x, weights, mask)
