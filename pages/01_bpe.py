@@ -17,7 +17,7 @@ from ui.fmt import plain
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
 PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
@@ -110,7 +110,8 @@ with stage_page("bpe"):
     }).rename_axis(t("bpe.col_rank")), height=320, width="stretch")
 
     # --- The merges one by one on the sentence ---------------------------------------------
-    if cuts is not None:
+    @part
+    def merges_one_by_one(sentence: str, cuts, run) -> None:
         number_exercise("bytes", t("bpe.ex2_question"), cuts.n_bytes, t(
             "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in cuts.char_spans),
             n=cuts.n_bytes), tolerance=0, decimals=0)
@@ -126,7 +127,7 @@ with stage_page("bpe"):
                           uses=t("bpe.uses", n=run.uses[k - 1]) if run.uses[k - 1]
                           else t("bpe.unused")))
         byte_figure("steps", cuts.n_bytes, bpe_row(t("bpe.first_k", k=k), now),
-                    bpe_row(t("bpe.by_bpe"), pieces))
+                    bpe_row(t("bpe.by_bpe"), cuts.bpe))
         with st.expander(t("bpe.as_table")):
             cut_table(now.display, now.ids)
         lines(list(range(len(run.counts))), {t("bpe.tokens"): run.counts}, key="curve",
@@ -134,4 +135,6 @@ with stage_page("bpe"):
               table=False, height=260, decimals=0)
         st.caption(t("bpe.used", ranks=", ".join(map(str, run.used)), n=len(run.used),
                      k=len(bpe.merges)))
+    if cuts is not None:
+        merges_one_by_one(sentence, cuts, run)
     st.info(t("bpe.model_note"), icon=":material/lightbulb:")
