@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
@@ -53,8 +53,10 @@ def average_cell(who: str, sentence, j: int) -> str:
                            rf"\frac{{{terms}}}{{{len(column)}}} = {num(sentence.average[0, j])}")
 
 
-def row_steps(x, proj, weights: dict, i: int, dec: int) -> None:
-    """Row i through the three matrices, one step each: x_i, then q_i, k_i, v_i."""
+@part
+def row_steps(x, proj, weights: dict, dec: int) -> None:
+    """A row the learner picks through the three matrices, one step each: x_i, q_i, k_i, v_i."""
+    i = choice("row", t("qkv.row"), list(range(len(TAIL4))), 0, format_func=TAIL4.__getitem__)
     small = x.shape[1] <= 6 and proj.q.shape[1] <= 6  # larger: names, not every number
     lines = [rf"x_{{{i}}} = {short_vec(x[i])}"] + [
         rf"\begin{{aligned}}{n}_{{{i}}} = x_{{{i}}} W_{n} &= "
@@ -89,9 +91,8 @@ with stage_page("qkv"):
                              for n, w in W_DEFAULTS.items())
     proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
     dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
-    with right:
-        i = choice("row", t("qkv.row"), list(range(len(TAIL4))), 0, format_func=TAIL4.__getitem__)
-        row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, i, dec)
+    with right:  # the row's own choice reruns only these steps
+        row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)
     st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     section(t("qkv.qkv_title"))
     st.markdown(t("qkv.qkv_lead"))
@@ -118,7 +119,6 @@ with stage_page("qkv"):
     with right:
         scores_map(plain, "x", "x", "same", ":material/flip:")
     st.info(t("qkv.v_note"), icon=":material/output:")
-
     # --- Why mix at all: 运费 in both questions ------------------------------------------
     section(t("qkv.why_title"))
     gloss(Q1_WORDS + Q2_WORDS)
