@@ -13,7 +13,7 @@ from ui.fmt import num, plain
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
-from ui.page import section, stage_page
+from ui.page import part, section, stage_page
 from ui.reveal import Stepper
 
 MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
@@ -57,71 +57,72 @@ def cannot_predict(model: ngram.NGramModel, ctx: str, vocab: list[str]) -> str |
 with stage_page("ngram"):
     seqs, vocab, model = classroom()
     gloss(["看", "动", "漫", "物", "动漫", "动物", "吃", "苹果", "梨"])
-    section(t("ngram.count_title"))
-    left, right = st.columns([2, 3])  # inputs left, their counts right (a projector's width)
-    with left:
-        n = number("n", t("ngram.n_label"), 1, MAX_N, 2, gesture="slider")
-        ctx = text("ctx", t("ngram.ctx_label"), "看动", MAX_CONTEXT,
-                   help=t("ngram.ctx_help", limit=MAX_CONTEXT))
-        context = counted("chars", n - 1)
-        read, cut = (plain("".join(part)) for part in model[n].window(ctx))
-        st.markdown(t("ngram.window", name=t(f"ngram.order_{n}"), n=n, context=context,
-                      used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
-    with right:
-        steps = Stepper("hand", labels := [t("ngram.step_count"), t("ngram.step_divide")])
-        if problem := cannot_predict(model[n], ctx, vocab):
-            st.warning(problem)
-        else:
-            found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
-            st.markdown(f"**1 · {labels[0]}** — " + t("ngram.count_total", total=found[0].total))
-            cols = {"next": [s.token for s in found], "count": [s.count for s in found],
-                    "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
-            st.table({t(f"ngram.col_{k}"): v for k, v in list(cols.items())[:2 + steps.shows(2)]})
-            if steps.shows(2):
-                st.markdown(f"**2 · {labels[1]}** — " + t("ngram.divide_by", total=found[0].total))
-                formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
-                        STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
-    st.markdown(t("ngram.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
-    st.expander(t("ngram.corpus_show")).text("\n".join(seqs))
-    tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
-    number_exercise("trigram", t("ngram.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
-                    tri.probability, explain.formula(t("ngram.ex_number_steps"), p_latex(tri)))
-    rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
-    columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
-    def explain_order(i: int, j: int) -> str:
-        step = model[i + 1].explain(ctx, columns[j])
-        lead = t("ngram.cell_order", name=t(f"ngram.order_{i + 1}"),
-                 used="".join(step.context)) if i else t("ngram.cell_unigram")
-        return cannot_predict(model[i + 1], ctx, vocab) or explain.formula(lead, p_latex(step))
-
-    heatmap([[r.get(w, 0.0) for w in columns] for r in rows], columns,
-            [f"n={k} · {t(f'ngram.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
-             for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
-            title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
-    st.caption(t("ngram.article_names"))
-
-    section(t("ngram.limits_title"))
-    pear = model[2].explain("吃", "梨")
-    choice_exercise("pear", t("ngram.ex_choice"),
-                    [t("ngram.ex_zero"), t("ngram.ex_like_apple"), t("ngram.ex_needs_more")],
-                    correct=0, explanation=t("ngram.ex_choice_explain", count=pear.count,
-                                             total=pear.total, p=num(pear.probability)))
-    st.markdown(f"**1 · {t('ngram.sparse_title')}**")
-    for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
-        with col:
-            phrase = text(name, t("ngram.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
-            missing = [c for c in dict.fromkeys(phrase) if c not in vocab]
-            if len(phrase) < 2 or missing:
-                st.error(t("ngram.unknown_in", chars=quote(missing), v=len(vocab)) if missing
-                         else t("ngram.phrase_short"))
-                continue
-            chain = model[2].chain(phrase)
-            st.markdown(t("ngram.phrase_count", phrase=plain(phrase),
-                          times=counted("times", ngram.phrase_count(seqs, phrase))))
-            st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
-            st.markdown(t("ngram.chain", p=num(chain.probability)))
-    st.info(t("ngram.share_nothing"), icon=":material/link_off:")
-    st.markdown(t("ngram.window_text", n=n, context=context))
+    def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
+        section(t("ngram.count_title"))
+        left, right = st.columns([2, 3])  # inputs left, their counts right (a projector's width)
+        with left:
+            n = number("n", t("ngram.n_label"), 1, MAX_N, 2, gesture="slider")
+            ctx = text("ctx", t("ngram.ctx_label"), "看动", MAX_CONTEXT,
+                       help=t("ngram.ctx_help", limit=MAX_CONTEXT))
+            context = counted("chars", n - 1)
+            read, cut = (plain("".join(piece)) for piece in model[n].window(ctx))
+            st.markdown(t("ngram.window", name=t(f"ngram.order_{n}"), n=n, context=context,
+                          used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
+        with right:
+            steps = Stepper("hand", labels := [t("ngram.step_count"), t("ngram.step_divide")])
+            if problem := cannot_predict(model[n], ctx, vocab):
+                st.warning(problem)
+            else:
+                found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
+                total = found[0].total
+                st.markdown(f"**1 · {labels[0]}** — " + t("ngram.count_total", total=total))
+                cols = {"next": [s.token for s in found], "count": [s.count for s in found],
+                        "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
+                st.table({t(f"ngram.col_{k}"): v for k, v in [*cols.items()][:2 + steps.shows(2)]})
+                if steps.shows(2):
+                    st.markdown(f"**2 · {labels[1]}** — " + t("ngram.divide_by", total=total))
+                    formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
+                            STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
+        st.markdown(t("ngram.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
+        st.expander(t("ngram.corpus_show")).text("\n".join(seqs))
+        tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
+        number_exercise("trigram", t("ngram.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
+                        tri.probability, explain.formula(t("ngram.ex_number_steps"), p_latex(tri)))
+        rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
+        columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
+        def explain_order(i: int, j: int) -> str:
+            step = model[i + 1].explain(ctx, columns[j])
+            lead = t("ngram.cell_order", name=t(f"ngram.order_{i + 1}"),
+                     used="".join(step.context)) if i else t("ngram.cell_unigram")
+            return cannot_predict(model[i + 1], ctx, vocab) or explain.formula(lead, p_latex(step))
+        heatmap([[r.get(w, 0.0) for w in columns] for r in rows], columns,
+                [f"n={k} · {t(f'ngram.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
+                 for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
+                title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
+        st.caption(t("ngram.article_names"))
+        section(t("ngram.limits_title"))
+        pear = model[2].explain("吃", "梨")
+        choice_exercise("pear", t("ngram.ex_choice"),
+                        [t("ngram.ex_zero"), t("ngram.ex_like_apple"), t("ngram.ex_needs_more")],
+                        correct=0, explanation=t("ngram.ex_choice_explain", count=pear.count,
+                                                 total=pear.total, p=num(pear.probability)))
+        st.markdown(f"**1 · {t('ngram.sparse_title')}**")
+        for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
+            with col:
+                phrase = text(name, t("ngram.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
+                missing = [c for c in dict.fromkeys(phrase) if c not in vocab]
+                if len(phrase) < 2 or missing:
+                    st.error(t("ngram.unknown_in", chars=quote(missing), v=len(vocab)) if missing
+                             else t("ngram.phrase_short"))
+                    continue
+                chain = model[2].chain(phrase)
+                st.markdown(t("ngram.phrase_count", phrase=plain(phrase),
+                              times=counted("times", ngram.phrase_count(seqs, phrase))))
+                st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
+                st.markdown(t("ngram.chain", p=num(chain.probability)))
+        st.info(t("ngram.share_nothing"), icon=":material/link_off:")
+        st.markdown(t("ngram.window_text", n=n, context=context))
+    part(counting)(seqs, vocab, model)  # reruns alone when one of its own inputs changes
     st.markdown(f"**3 · {t('ngram.size_title')}**")
     v_size = number("V", t("ngram.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
                     ngram.MAX_TABLE_VOCAB, 100_000)
@@ -135,7 +136,6 @@ with stage_page("ngram"):
     share = num(100 * cover.share, 2) if cover.share >= 1e-4 else "< 0.01"
     st.caption(t("ngram.size_corpus", v=cover.vocab_size, n=tn, possible=f"{cover.possible:,}",
                  seen=f"{cover.seen:,}", pct=share))
-
     section(t("ngram.onehot_title"))
     st.markdown(t("ngram.onehot_lead", v=f"{v_size:,}", components=counted("components", v_size)))
     hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
