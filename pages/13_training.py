@@ -23,14 +23,15 @@ untrained = st.cache_resource(max_entries=16, show_spinner=False)(tr.starting_lo
 
 
 @st.cache_resource(show_spinner=False)
-def finished() -> dict:  # fully trained results by settings, oldest first, for every session
+def finished() -> dict:  # settings -> (fully trained result, its probes), oldest first, shared
     return {}
 
 
 @st.cache_resource(show_spinner=False)
-def shipped() -> tuple:
+def shipped() -> tuple:  # its held-out results and both questions' probes, once per process
     model = tr.load_model()
-    return model, tr.evaluate(model.model, model.vocab, generate().heldout)
+    return (tr.evaluate(model.model, model.vocab, generate().heldout),
+            [probe(model, q) for q in QUESTIONS])
 
 
 def curves(history) -> dict[str, list[float]]:
@@ -70,7 +71,7 @@ def run(settings: tr.TrainSettings, store: dict) -> str | None:
                                    step=result.steps_done, steps=settings.steps))
                     how = None
                 else:
-                    store[settings] = result
+                    store[settings] = result, [probe(tr.as_trained(result), q) for q in QUESTIONS]
                     if len(store) > 8:  # a few MB each at most
                         del store[next(iter(store))]
     except QueueFull:
@@ -82,10 +83,10 @@ def run(settings: tr.TrainSettings, store: dict) -> str | None:
     return how
 
 
-def answers(trained, ev) -> list[str]:  # held-out count, then both questions' answers
+def answers(ev, seen) -> list[str]:  # held-out count, then both questions' answers
     return [t("training.correct_of", correct=ev.correct, n=ev.n, pct=num(100 * ev.accuracy, 1)),
             *(t("training.answer_cell", answer=s.greedy_answer, m=num(s.word.merchant),
-                b=num(s.word.buyer)) for s in (probe(trained, q) for q in QUESTIONS))]
+                b=num(s.word.buyer)) for s in seen)]
 
 
 with stage_page("training"):
@@ -100,7 +101,7 @@ with stage_page("training"):
         rate = number("lr", t("training.rate"), *B["learning_rate"], D.learning_rate, step=0.0005,
                       fmt="%.4f")
         seed = number("seed", t("training.seed"), *B["seed"], D.seed)
-    result = None
+    result = seen = None  # probed once, when trained: a rerun repeats no model run
     with right:
         even = untrained(D)
         number_exercise("even", t("training.ex2_question", v=even.vocab), even.even, t(
@@ -116,7 +117,8 @@ with stage_page("training"):
             if st.button(t("training.train"), key=kit_key("train"), type="primary",
                          icon=":material/model_training:"):
                 shown[settings] = run(settings, finished())
-            result = finished().get(settings) if shown.get(settings) else None
+            kept = finished().get(settings) if shown.get(settings) else None
+            result, seen = kept or (None, None)
             if result is None:  # the model on show is still the untrained one
                 with weights_note:
                     random_weights_note()
@@ -139,9 +141,8 @@ with stage_page("training"):
         gloss([*Q1_WORDS, *Q2_WORDS, *PAYER_WORDS.values()])
         rows = [t("training.row_heldout"), *(t("training.row_question", q=q, payer=PAYER_WORDS[
             find_question(q).payer]) for q in QUESTIONS)]
-        columns = {t("training.col_yours"): answers(tr.as_trained(result), result.heldout)}
+        columns = {t("training.col_yours"): answers(result.heldout, seen)}
         with shown_errors():
-            model, ev = shipped()
-            columns[t("training.col_shipped")] = answers(model, ev)
+            columns[t("training.col_shipped")] = answers(*shipped())
         st.table(pd.DataFrame(columns, index=rows))
         st.caption(t("training.table_note"))
