@@ -187,11 +187,19 @@ def qr_png(url: str) -> bytes:
     return buffer.getvalue()
 
 
+SHARE_ON = "_share_on"  # the QR code is shown (and kept up to date, see ui.page.part)
+
+
 def share_panel() -> None:
-    """The page's address as a large QR code and as text, for the class to open."""
+    """The page's address as a large QR code and as text, for the class to open.
+
+    Drawn on demand: while it is shown, an edit inside a section that reruns alone
+    reruns the whole page, so the code always carries the inputs on screen."""
     default = os.environ.get(PUBLIC_URL_ENV, "")
     address = st.text_input(t("kit.share_address"), value=default, key=_ADDRESS,
                             help=t("kit.share_address_help"), max_chars=200)
+    if not st.toggle(t("kit.share_show"), key=SHARE_ON):
+        return
     url = share_url(address)
     st.session_state["_share_url"] = url  # what the QR code encodes (checked by tests)
     st.image(qr_png(url), width=320)

@@ -211,8 +211,11 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
     @wraps(func)
     def run(*args: object, **kwargs: object) -> None:
         state.new_run()  # a matrix box's format note shows in this rerun too
+        url_before = dict(state.url_now())
         with handout.part(name):
             func(*args, **kwargs)
+        if st.session_state.get(classroom.SHARE_ON) and state.url_now() != url_before:
+            st.rerun(scope="app")  # the QR code on show must carry this edit
 
     return run
 

@@ -33,6 +33,8 @@ def test_presenter_switch_and_exit():
 def test_share_panel_encodes_the_page_with_its_inputs():
     at = open_page(PAGE, params={"hand.kB": "2, 0"})
     at.sidebar.text_input("_share_address").input("http://192.168.1.20:8501").run()
+    assert "_share_url" not in at.session_state  # nothing drawn until asked for
+    at.sidebar.toggle("_share_on").set_value(True).run()
     url = at.session_state["_share_url"]
     assert url.startswith("http://192.168.1.20:8501")
     assert "hand.kB=2%2C+0" in url and "lang=en" in url
@@ -66,3 +68,13 @@ def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
     answers = page.index("ANSWERS")
     assert page.index("page-break-before") < answers
     assert "0.330" in page[answers:]  # the numeric exercise's answer, on the last page
+
+
+def test_shown_qr_code_follows_an_edit_made_in_a_section_that_reruns_alone():
+    """The softmax matrix form is a section of its own (ui.page.part): with the QR code
+    on show, an edit there reruns the whole page, so the code carries it."""
+    at = open_page(PAGE)
+    at.sidebar.toggle("_share_on").set_value(True).run()
+    at.text_input("softmax.V").input("1, 0; 0, 1; 1, 1; 3, -1").run()
+    assert "softmax.V=1%2C+0%3B+0%2C+1%3B+1%2C+1%3B+3%2C+-1" in at.session_state["_share_url"]
+
