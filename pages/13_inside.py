@@ -16,6 +16,7 @@ from ui.inputs import choice, text
 from ui.models import shipped_model
 from ui.notes import shown_errors
 from ui.page import device_name, part, section, stage_page
+from ui.state import kit_key
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 PARTS = ("reason", "item", "rest")
@@ -48,8 +49,7 @@ def answering_rows(insp: Inspection, name: str) -> None:
     """Every block's and head's row of the answering position, one heatmap row each."""
     heads = insp.attention.shape[1]
     rows = insp.attention[:, :, -1].reshape(-1, len(insp.tokens))  # [L * H, N]
-    labels = [t("inside.head_label", b=r // heads + 1, h=r % heads + 1)
-              for r in range(rows.shape[0])]
+    labels = [t("inside.head_label", b=r // heads + 1, h=r % heads + 1) for r in range(len(rows))]
 
     def cell(r: int, j: int) -> str:
         b, h = divmod(r, heads)
@@ -144,4 +144,7 @@ with stage_page("inside", uses_device=True):
                 shares_table(found[name])
     st.info(t("inside.not_why"), icon=":material/school:")
 
-    every_head(found)
+    more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
+    with more:  # drawn once opened: L x H more tables would slow every open of this page
+        if more.open:
+            every_head(found)

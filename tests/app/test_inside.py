@@ -30,6 +30,8 @@ from ui.fmt import num
 from ui.i18n import catalogue
 
 PAGE = "pages/13_inside.py"
+FULL_KEY = "_inside.full.open"  # the expander of every head's full table, opened on demand
+FULL_OPEN = {FULL_KEY: True}
 OTHER = "衣服破损，运费谁承担？"  # a corpus question: merchant pays
 
 
@@ -118,7 +120,7 @@ def test_questions_outside_the_pattern_get_one_message_and_no_answer(typed, key,
 
 
 def test_bad_link_values_fall_back_with_a_note(trained):
-    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"})
+    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"}, state=FULL_OPEN)
     assert_clean(at)
     assert len(at.error) == 2  # one note per bad value, each question back to its default
     assert "**商家承担。**" in page_text(at)
@@ -162,6 +164,10 @@ def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained):
 
 def test_every_block_and_head_of_the_chosen_question(trained):
     at = open_page(PAGE)
+    assert len(tables(at)) == 4  # closed: two answering rows and two share tables, no full one
+    assert not [r for r in at.radio if r.key == "inside.which"]
+    at.session_state[FULL_KEY] = True  # the learner opens the section
+    at.run()
     at.radio("inside.which").set_value("q2").run()
     assert_clean(at)
     twin = probe(trained, TWIN)
