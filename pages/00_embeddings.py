@@ -83,6 +83,9 @@ with stage_page("embeddings"):
     def plane() -> None:
         section(t("embeddings.plane_title"))
         st.markdown(t("embeddings.plane_lead"))
+        choice_exercise("unrelated", t("embeddings.ex_choice"),
+                        [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
+                        correct=1, explanation=t("embeddings.ex_choice_explain"))
         axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
         left, middle, right = st.columns([4, 4, 3])  # inputs, their picture, one worked cosine
         with left:
@@ -101,9 +104,6 @@ with stage_page("embeddings"):
         with right:
             worked_pair(cos, Stepper("hand", [t(f"embeddings.step_{k}")
                                               for k in ("dot", "norms", "cos", "angle")]))
-        choice_exercise("unrelated", t("embeddings.ex_choice"),
-                        [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
-                        correct=1, explanation=t("embeddings.ex_choice_explain"))
         if (cos.norms == 0).any():
             st.error(t("embeddings.zero_vector", words="、".join(
                 w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))

@@ -95,7 +95,7 @@ with stage_page("ngram"):
             lead = t("ngram.cell_order", name=t(f"ngram.order_{i + 1}"),
                      used="".join(step.context)) if i else t("ngram.cell_unigram")
             return cannot_predict(model[i + 1], ctx, vocab) or explain.formula(lead, p_latex(step))
-        heatmap([[r.get(w, 0.0) for w in columns] for r in rows], columns,
+        heatmap([[r.get(w, 0.0 if r else float("nan")) for w in columns] for r in rows], columns,
                 [f"n={k} · {t(f'ngram.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
                  for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
                 title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)

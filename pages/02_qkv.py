@@ -71,6 +71,7 @@ def row_steps(x, proj, weights: dict, dec: int) -> None:
 
 with stage_page("qkv"):
     gloss(TAIL4)
+    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     section(t("qkv.inputs_title"))
     rand = toggle("rand", t("qkv.random"), False)
     left, right = st.columns([11, 9])  # the inputs, and beside them one row's projections
@@ -93,7 +94,6 @@ with stage_page("qkv"):
     dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
     with right:  # the row's own choice reruns only these steps
         row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)
-    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
     section(t("qkv.qkv_title"))
     st.markdown(t("qkv.qkv_lead"))
     places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]

@@ -10,13 +10,29 @@ from ui import explain
 from ui.example import TAIL4, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
-from ui.fmt import dot_terms, latex_matrix, latex_vec, num, vec
+from ui.fmt import dot_terms, latex_matrix, latex_vec, num, short, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import part, section, stage_page
 from ui.reveal import Stepper
+
+
+def rounding_note(weights, v_a, v_b, output) -> str:
+    """Results come from the unrounded weights; with a component of these inputs where the
+    rounded weights, multiplied by hand, give another last digit (when one does)."""
+    wa, wb = (float(num(w)) for w in weights)  # the weights as shown
+    example = ""
+    for c in range(output.numel()):
+        hand = wa * float(v_a[c]) + wb * float(v_b[c])
+        if num(hand) != num(output[c]):
+            expr = rf"{num(wa)} × {short(v_a[c])} + {num(wb)} × {short(v_b[c])}"
+            example = t("softmax.rounding_example", expr=expr, hand=num(hand),
+                        shown=num(output[c]))
+            break
+    return t("softmax.rounding_note", wa=num(weights[0], 4), wb=num(weights[1], 4),
+             example=example)
 
 with stage_page("softmax"):
     choice_exercise("kb", t("softmax.ex_question"),
@@ -63,7 +79,7 @@ with stage_page("softmax"):
             formula(r"o = a_A v_A + a_B v_B",
                     rf"{num(weights[0])}\cdot{latex_vec(v_a)} + {num(weights[1])}\cdot"
                     rf"{latex_vec(v_b)} = {latex_vec(output)}")
-            st.caption(t("softmax.rounding_note", wa=num(weights[0], 4), wb=num(weights[1], 4)))
+            st.caption(rounding_note(weights, v_a, v_b, output))
             st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
     by_hand()
 

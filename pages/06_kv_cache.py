@@ -79,6 +79,10 @@ with stage_page("kvcache"):
     choice_exercise("stored", t("kvcache.ex_question"),
                     [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
                     explanation=t("kvcache.ex_explain"))
+    section(t("kvcache.what_title"))  # the symbols, before the calculator uses them
+    st.markdown(t("kvcache.what"))
+    formula(r"S_{KV} = " + SYMBOLS)
+    st.caption(t("kvcache.symbols"))
     @part
     def calculator() -> None:
         section(t("kvcache.calc_title"))
@@ -110,11 +114,6 @@ with stage_page("kvcache"):
             + "\n\n" + rf"$$S_{{KV}} = \begin{{aligned}}&{factors} \\ &= {total}\end{{aligned}}$$",
             tolerance=0.01, decimals=2)
         st.caption(t("kvcache.batch_note"))
-
-        section(t("kvcache.what_title"))
-        st.markdown(t("kvcache.what"))
-        formula(r"S_{KV} = " + SYMBOLS)
-        st.caption(t("kvcache.symbols"))
 
         section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
         caches = preset_caches(seq, nbytes)

@@ -125,7 +125,7 @@ def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
         theta, turns = pos.rope_frequencies(d), pos.within_turn(run.angles)  # [d/2], [n, d/2]
         st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
         heatmap(turns, [f"i={i}" for i in range(len(theta))], [str(p) for p in range(n)],
-                key="angles", zmin=0, zmax=360,
+                key="angles", zmin=0, zmax=360, title=t("rope.angles_title"),
                 colorscale="Twilight", decimals=1, x_title=t("rope.pair"),
                 y_title=t("rope.position"), explain=lambda p, i: explain.formula(
                     t("rope.cell_angle", p=p, i=i, a=2 * i, b=2 * i + 1),

@@ -36,7 +36,7 @@ def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
     pre, a = run.together.hidden_pre[i, j], run.together.hidden[i, j]
     inner = rf"{dot_terms(X[i].tolist(), w1[:, j].tolist())} + {term(b1[j])}"
     return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j + 1, act=NAMES[act]),
-                           rf"{explain.cell_name('a', i, j)} = {ACTS[act]}({inner}) = "
+                           rf"{explain.cell_name('a', i + 1, j + 1)} = {ACTS[act]}({inner}) = "
                            rf"{ACTS[act]}({num(pre)}) = {num(a)}")
 
 
@@ -44,7 +44,7 @@ def out_cell(run, w2, b2, i: int, c: int) -> str:
     """y_{i,c} = a_i · column c of W₂ + b₂[c]."""
     a, y = run.together.hidden[i].tolist(), run.together.output[i, c]
     return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c + 1),
-                           rf"{explain.cell_name('y', i, c)} = "
+                           rf"{explain.cell_name('y', i + 1, c + 1)} = "
                            rf"{dot_terms(a, w2[:, c].tolist())} + {term(b2[c])} = {num(y)}")
 
 

@@ -41,8 +41,6 @@ def weight_cell(moe, labels, i: int, e: int) -> str:
 @part
 def gate_demo(sw) -> None:  # u and s: this section's own inputs
     section(t("moe.gate_title"))
-    choice_exercise("gate", t("moe.ex_question"), [t(f"moe.ex_{o}") for o in ("01", "unit", "any")],
-                    correct=2, explanation=t("moe.ex_explain"))
     left, right = st.columns([2, 3])
     with left:
         value = number("u", t("moe.value"), -10.0, 10.0, 3.0, step=0.1, gesture="both")
@@ -120,6 +118,8 @@ def parameter_count() -> None:
 
 with stage_page("moe"):
     section(t("moe.swiglu_title"))
+    choice_exercise("gate", t("moe.ex_question"), [t(f"moe.ex_{o}") for o in ("01", "unit", "any")],
+                    correct=2, explanation=t("moe.ex_explain"))
     left, right = st.columns([2, 3])
     with left:
         x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])

@@ -133,8 +133,8 @@ with stage_page("forward", uses_device=True):
         rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
         section(t("forward.run_title"))
         st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
-                      device=run.model.device.type, logits=shape(trace.logits), n=n, v=c.vocab,
-                      attention=shape(trace.attention_weights), hd=c.head_dim))
+                      device=run.model.device.type.upper(), logits=shape(trace.logits), n=n,
+                      v=c.vocab, attention=shape(trace.attention_weights), hd=c.head_dim))
         mode = "on" if c.causal else "off"
         st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
                                 first=", ".join(map(short, attention[h, 0].tolist())),

@@ -48,7 +48,8 @@ def heatmap_figure(
     n_rows, n_cols = len(rows), len(rows[0])
     # -inf (a blocked score) is drawn as a grey gap with its symbol in the cell.
     z = [[v if math.isfinite(v) else None for v in row] for row in rows]
-    text = [[num(v, decimals) for v in row] for row in rows]
+    # NaN marks a cell that has no value (a model that cannot predict there): left blank.
+    text = [["" if math.isnan(v) else num(v, decimals) for v in row] for row in rows]
     show_text = n_rows * n_cols <= MAX_CELL_TEXT
     cells = [(i, j) for i in range(n_rows) for j in range(n_cols)]
     height = height or min(520, 90 + 46 * n_rows)

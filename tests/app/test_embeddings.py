@@ -162,7 +162,7 @@ def test_zero_vector_has_no_cosine() -> None:
     at = open_page(PAGE, params={"embeddings.E": "0, 0; 1, 1; 1, 0"})
     assert_clean(at)
     assert len(at.error) == 1 and "苹果" in at.error[0].value
-    assert cosines(at)["梨"] == ["NaN", "1.000", "0.707"]
+    assert cosines(at)["梨"] == ["", "1.000", "0.707"]  # no cosine: a blank cell, not a number
 
 
 def test_clicked_cell_explains_itself() -> None:

@@ -145,10 +145,12 @@ def test_number_exercise_without_the_activation(typed, right):
 def test_cells_explain_themselves():
     at = open_page(PAGE, state=click(("ffn.out_map", 0, 1)))
     text = explanations(at)
-    assert r"y_{0,1} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text
+    # Row 0, column 1 of the heatmap: the first word's second output, counted from 1 on
+    # this page as in its words and slider names (W₁[1,2]).
+    assert r"y_{1,2} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text and "Output 2 of" in text
     at = open_page(PAGE, params={"ffn.hidden_map": "1,1", "ffn.act": "gelu"})
     # 谁 = [0, 1]: h = 0·0 + 1·1 + 0 = 1, GELU(1) = 0.841
-    assert r"a_{1,1} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
+    assert r"a_{2,2} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
         in explanations(at)
 
 

@@ -207,9 +207,9 @@ def test_a_link_asking_for_a_gpu() -> None:
     assert_clean(at)
     text = page_text(at)
     if torch.cuda.is_available():
-        assert "**cuda**" in text and "1,784" in text  # top-3 within float tolerance: tests/unit
+        assert "**CUDA**" in text and "1,784" in text  # top-3 within float tolerance: tests/unit
     else:
-        assert catalogue("en")["kit.no_cuda"] in text and "**cpu**" in text
+        assert catalogue("en")["kit.no_cuda"] in text and "**CPU**" in text
         for number in ARTICLE:
             assert number in text
 

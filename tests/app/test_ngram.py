@@ -240,3 +240,13 @@ def test_clicked_cells_explain_with_live_numbers() -> None:
     assert "holds only 2 characters" in explanations(at)
     at = open_page(PAGE, params={"ngram.orders_map": "0,0"})
     assert rf"P(\text{{漫}}) = \frac{{6}}{{167}} = {num(6 / 167)}" in explanations(at)
+
+
+def test_orders_the_context_is_too_short_for_have_blank_cells() -> None:
+    """看动 (2 characters) feeds n = 1..3; the 4-gram needs 3, so its row holds no number
+    (not 0.000, which would claim a probability of zero)."""
+    at = open_page(PAGE)
+    orders = next(f for f in tables(at) if any("n=4" in str(i) for i in f.index))
+    four, three = (orders.loc[next(i for i in orders.index if f"n={k}" in i)] for k in (4, 3))
+    assert all(cell == "" for cell in four)
+    assert all(re.fullmatch(r"\d\.\d{3}", cell) for cell in three)
