@@ -137,3 +137,10 @@ def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_t
     assert where(shared)[1]["hand.kB"] == ["2, 0"] and where(shared)[1]["lang"] == ["en"]
     assert urlsplit(shared).netloc == urlsplit(page.url).netloc
     assert tab.console_errors() == [], tab.console_errors()
+
+    learner = new_tab()  # a learner's device: no cookies, no session, only the shared link
+    learner.page.goto(shared)
+    wait_ready(learner, title(here, "en"))
+    wait_for_text(learner, "[1.000, 2.000]")
+    expect(learner.page.get_by_label("k_B", exact=True)).to_have_value("2, 0")
+    assert learner.console_errors() == [], learner.console_errors()
