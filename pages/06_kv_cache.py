@@ -79,13 +79,10 @@ with stage_page("kvcache"):
     choice_exercise("stored", t("kvcache.ex_question"),
                     [t("kvcache.ex_a"), t("kvcache.ex_b"), t("kvcache.ex_c")], correct=0,
                     explanation=t("kvcache.ex_explain"))
-    section(t("kvcache.what_title"))  # the symbols, before the calculator uses them
-    st.markdown(t("kvcache.what"))
-    formula(r"S_{KV} = " + SYMBOLS)
-    st.caption(t("kvcache.symbols"))
     @part
     def calculator() -> None:
         section(t("kvcache.calc_title"))
+        st.caption(t("kvcache.symbols"))  # before the formulas below use them
         left, right = st.columns([2, 3])  # the settings, and beside them the size they give
         with left:
             c1, c2 = st.columns(2)
@@ -114,6 +111,10 @@ with stage_page("kvcache"):
             + "\n\n" + rf"$$S_{{KV}} = \begin{{aligned}}&{factors} \\ &= {total}\end{{aligned}}$$",
             tolerance=0.01, decimals=2)
         st.caption(t("kvcache.batch_note"))
+
+        section(t("kvcache.what_title"))
+        st.markdown(t("kvcache.what"))
+        formula(r"S_{KV} = " + SYMBOLS)
 
         section(t("kvcache.compare_title", n=exact(seq), b=nbytes))
         caches = preset_caches(seq, nbytes)

@@ -15,6 +15,12 @@ from ui import handout, state
 from ui.fmt import num
 from ui.i18n import t
 
+SHORT_OPTION = 20  # display width (a Chinese character counts 2): these fit side by side
+
+
+def _width(text: str) -> int:
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+
 
 def choice_exercise(name: str, question: str, options: Sequence[str], correct: int,
                     explanation: str) -> None:
@@ -23,8 +29,12 @@ def choice_exercise(name: str, question: str, options: Sequence[str], correct: i
     handout.add("exercise", (question, list(options), options[correct], explanation))
     with st.container(border=True):
         st.markdown(f"**{t('kit.exercise')}** · {question}")
+        # The question above says what to do, so the label is for screen readers only;
+        # short options sit on one line so the result below stays on a projector's screen.
         choice = st.radio(t("kit.your_prediction"), range(len(options)), index=None,
-                          format_func=lambda i: options[i], key=f"{key}.choice")
+                          format_func=lambda i: options[i], key=f"{key}.choice",
+                          label_visibility="collapsed",
+                          horizontal=max(map(_width, options)) <= SHORT_OPTION)
         if st.button(t("kit.reveal"), key=f"{key}.reveal", disabled=choice is None):
             if choice == correct:
                 st.success(t("kit.right") + " " + explanation)
