@@ -30,6 +30,12 @@ def _rows(matrix) -> list[list[float]]:
     return [[float(v) for v in row] for row in data]
 
 
+def cell_text(value: float, decimals: int = 3) -> str:
+    """A cell's number as shown; NaN marks a cell that has no value (a model that cannot
+    predict there, a cosine with a zero vector) and is left blank, not written 0 or NaN."""
+    return "" if math.isnan(value) else num(value, decimals)
+
+
 def heatmap_figure(
     matrix,
     x_labels: Sequence[str],
@@ -48,8 +54,7 @@ def heatmap_figure(
     n_rows, n_cols = len(rows), len(rows[0])
     # -inf (a blocked score) is drawn as a grey gap with its symbol in the cell.
     z = [[v if math.isfinite(v) else None for v in row] for row in rows]
-    # NaN marks a cell that has no value (a model that cannot predict there): left blank.
-    text = [["" if math.isnan(v) else num(v, decimals) for v in row] for row in rows]
+    text = [[cell_text(v, decimals) for v in row] for row in rows]
     show_text = n_rows * n_cols <= MAX_CELL_TEXT
     cells = [(i, j) for i in range(n_rows) for j in range(n_cols)]
     height = height or min(520, 90 + 46 * n_rows)
@@ -117,7 +122,7 @@ def heatmap(
     if title:
         st.markdown(f"**{title}**")
     handout.add_table(title, x_labels, _unique(y_labels),
-                      [[num(v, decimals) for v in row] for row in _rows(matrix)])
+                      [[cell_text(v, decimals) for v in row] for row in _rows(matrix)])
     url_key, chart_key = state.qualify(key), state.private(key, "chart")
     cell = _current_cell(url_key, chart_key, n_rows, n_cols)
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
@@ -204,7 +209,7 @@ def matrix_frame(matrix, col_labels: Sequence[str], row_labels: Sequence[str],
     """Exact numbers as strings, so the table shows exactly what the page states."""
     rows = _rows(matrix)
     return pd.DataFrame(
-        [[num(v, decimals) for v in row] for row in rows],
+        [[num(v, decimals) for v in row] for row in rows],  # NaN stays visible: 0/0 teaches
         index=_unique(row_labels), columns=_unique(col_labels),
     )
 
