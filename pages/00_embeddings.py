@@ -56,8 +56,7 @@ def worked_pair(cos, steps: Stepper) -> None:
              rf"\frac{{{dot}}}{{{num(cos.denominators[0, 1])}}} \\ &= {num(cos.cosine[0, 1])}",
              rf"\theta &= \arccos({num(cos.cosine[0, 1])}) = {num(cos.degrees[0, 1], 1)}^\circ"]
     for k, line in enumerate(lines, start=1):
-        if steps.shows(k):
-            st.markdown(f"**{k} · {steps.labels[k - 1]}**")
+        if steps.step(k):
             formula(rf"\begin{{aligned}}{line}\end{{aligned}}")
 
 

@@ -64,8 +64,7 @@ def row_steps(x, proj, weights: dict, dec: int) -> None:
         + rf" \\ &= {short_vec(getattr(proj, n)[i])}\end{{aligned}}" for n, w in weights.items()]
     steps = Stepper("hand", [t(f"qkv.step_{n}", w=TAIL4[i]) for n in "xqkv"])
     for k, line in enumerate(lines, start=1):
-        if steps.shows(k):
-            st.markdown(f"**{k} · {steps.labels[k - 1]}**")
+        if steps.step(k):
             formula(line)
 
 

@@ -38,19 +38,16 @@ with stage_page("scaling"):
     q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
     hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
     steps = Stepper("hand", [t(f"scaling.step_{k}") for k in ("scores", "scaled", "softmax")])
-    if steps.shows(1):
-        st.markdown(f"**1 · {t('scaling.step_scores')}** — `{vec(hand.scores)}`")
+    if steps.step(1, f"`{vec(hand.scores)}`"):
         formula(r"s_j = q \cdot k_j",
                 rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])} \\ "
                 rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}\end{{gathered}}")
-    if steps.shows(2):
-        st.markdown(f"**2 · {t('scaling.step_scaled')}** — `{vec(hand.scaled)}`")
+    if steps.step(2, f"`{vec(hand.scaled)}`"):
         formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
                 rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
                 rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = "
                 rf"{latex_vec(hand.scaled)}")
-    if steps.shows(3):
-        st.markdown(f"**3 · {t('scaling.step_softmax')}** — {t('scaling.softmax_preview')}")
+    if steps.step(3, t("scaling.softmax_preview")):
         st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
                       scaled=vec(hand.weights_scaled), dk=hand.d_k))
         stage_link("softmax")

@@ -58,24 +58,20 @@ with stage_page("softmax"):
 
         steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
                                  ("scores", "scaled", "weights", "output")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {t('softmax.step_scores')}** — `{vec(scores)}`")
+        if steps.step(1, f"`{vec(scores)}`"):
             formula(r"s_j = q \cdot k_j",
                     rf"s_A = {dot_terms(q, k_a)} = {num(scores[0])},\quad "
                     rf"s_B = {dot_terms(q, k_b)} = {num(scores[1])}")
-        if steps.shows(2):
-            st.markdown(f"**2 · {t('softmax.step_scaled')}** — `{vec(scaled)}`")
+        if steps.step(2, f"`{vec(scaled)}`"):
             formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
                     rf"\frac{{{latex_vec(scores)}}}{{\sqrt{{{d_k}}}}} = {latex_vec(scaled)}")
-        if steps.shows(3):
-            st.markdown(f"**3 · {t('softmax.step_weights')}** — `{vec(weights)}`")
+        if steps.step(3, f"`{vec(weights)}`"):
             e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
             formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",
                     rf"e^{{{num(scaled[0])}}} = {e_a},\ e^{{{num(scaled[1])}}} = {e_b};\ "
                     rf"a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}} = \frac{{{e_a}}}{{{total}}} = "
                     rf"{num(weights[0])},\ a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}")
-        if steps.shows(4):
-            st.markdown(f"**4 · {t('softmax.step_output')}** — `{vec(output)}`")
+        if steps.step(4, f"`{vec(output)}`"):
             formula(r"o = a_A v_A + a_B v_B",
                     rf"{num(weights[0])}\cdot{latex_vec(v_a)} + {num(weights[1])}\cdot"
                     rf"{latex_vec(v_b)} = {latex_vec(output)}")

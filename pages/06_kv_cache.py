@@ -52,16 +52,13 @@ def apply_preset(name: str) -> None:
 def size_steps(sv, layers: int, kv_heads: int, head_dim: int, seq: int, nbytes: int) -> None:
     """The cache built up step by step: one position, the whole sequence, against MHA."""
     steps = Stepper("hand", [t(f"kvcache.step_{k}") for k in ("token", "sequence", "mha")])
-    if steps.shows(1):
-        st.markdown(f"**1 · {steps.labels[0]}** — {human(sv.cache.bytes_per_token)}")
+    if steps.step(1, human(sv.cache.bytes_per_token)):
         formula_steps(r"S_{KV} / N", r"L \times H_{kv} \times d_{head} \times 2 \times b",
                       *product((layers, kv_heads, head_dim, 2, nbytes), sv.cache.bytes_per_token))
-    if steps.shows(2):
-        st.markdown(f"**2 · {steps.labels[1]}** — {human(sv.cache.total_bytes)}")
+    if steps.step(2, human(sv.cache.total_bytes)):
         formula_steps(r"S_{KV}", SYMBOLS,  # the symbols on a line of their own (phones)
                       *product((layers, kv_heads, head_dim, seq, 2, nbytes), sv.cache.total_bytes))
-    if steps.shows(3):
-        st.markdown(f"**3 · {steps.labels[2]}**")
+    if steps.step(3):
         m1, m2, m3 = st.columns(3)
         m1.metric(t("kvcache.cache_this", kv=kv_heads), human(sv.cache.total_bytes))
         m2.metric(t("kvcache.cache_mha", q=sv.n_heads), human(sv.mha_cache.total_bytes))

@@ -71,8 +71,7 @@ def split(heads_box, right, x, weights: list, mask) -> None:
         tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads, mask=mask)
         hd, q_full = tr.head_dim, merge_heads(tr.q)[0]  # q_full [N, 8]: heads side by side
         steps = Stepper("hand", [t(f"multihead.reveal_{k}") for k in ("split", "heads", "out")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {steps.labels[0]}**")
+        if steps.step(1):
             formula(r"d_{head} = \frac{d}{H}", rf"d_{{head}} = \frac{{8}}{{{heads}}} = {hd}")
             cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c: head c // hd
             heatmap(q_full, cols, TAIL6, key="q", **diverging(q_full), height=300,
@@ -83,14 +82,12 @@ def split(heads_box, right, x, weights: list, mask) -> None:
     if tr is None:
         return
     st.info(t("multihead.split_note", heads=heads, hd=hd, n=N), icon=":material/splitscreen:")
-    if steps.shows(2):
-        st.markdown(f"**2 · {steps.labels[1]}**")
+    if steps.step(2):
         head_maps(tr, "head", lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i],
                                                     j=TAIL6[j], hd=hd),
                   label=lambda h: t(f"multihead.head_label{'_one' if hd == 1 else ''}", h=h,
                                     lo=h * hd, hi=(h + 1) * hd - 1))
-    if steps.shows(3):
-        st.markdown(f"**3 · {steps.labels[2]}**")
+    if steps.step(3):
         formula(r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0, \dots, "
                 r"\mathrm{head}_{H-1})\, W_o")
         heatmap(tr.output[0], [str(c) for c in range(WIDTH)], TAIL6, key="out",

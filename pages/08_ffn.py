@@ -85,16 +85,13 @@ with stage_page("ffn"):
                      widget="segmented")
         ff, f = ffn.feed_forward(x, w1, b1, w2, b2, act), ACTS[act]
         steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {t('ffn.step_widen')}** — `{vec(ff.hidden_pre)}`")
+        if steps.step(1, f"`{vec(ff.hidden_pre)}`"):
             formula_steps(r"h = xW_1 + b_1", rf"{as_typed(x)}{as_typed(w1)} + {as_typed(b1)}",
                     latex_vec(ff.hidden_pre))
-        if steps.shows(2):
-            st.markdown(f"**2 · {t('ffn.step_act')}** — `{vec(ff.hidden)}`")
+        if steps.step(2, f"`{vec(ff.hidden)}`"):
             formula_steps(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
                     latex_vec(ff.hidden))
-        if steps.shows(3):
-            st.markdown(f"**3 · {t('ffn.step_narrow')}** — `{vec(ff.output)}`")
+        if steps.step(3, f"`{vec(ff.output)}`"):
             formula_steps(r"y = aW_2 + b_2",
                           rf"{latex_vec(ff.hidden)}{as_typed(w2)} + {as_typed(b2)}",
                           latex_vec(ff.output))

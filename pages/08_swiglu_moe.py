@@ -129,20 +129,16 @@ with stage_page("moe"):
     with right, shown_errors():
         sw = swiglu(x, wg, wu, wd)
         steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {t('moe.step_gate')}** — `{vec(sw.gate)}`")
+        if steps.step(1, f"`{vec(sw.gate)}`"):
             formula_steps(r"s = \mathrm{SiLU}(xW_{gate})",
                           rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
                     rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
-        if steps.shows(2):
-            st.markdown(f"**2 · {t('moe.step_up')}** — `{vec(sw.up)}`")
+        if steps.step(2, f"`{vec(sw.up)}`"):
             formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
-        if steps.shows(3):
-            st.markdown(f"**3 · {t('moe.step_gated')}** — `{vec(sw.gated)}`")
+        if steps.step(3, f"`{vec(sw.gated)}`"):
             formula_steps(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
                     latex_vec(sw.gated))
-        if steps.shows(4):
-            st.markdown(f"**4 · {t('moe.step_down')}** — `{vec(sw.output)}`")
+        if steps.step(4, f"`{vec(sw.output)}`"):
             formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
                     latex_vec(sw.output))
     gate_demo(sw)

@@ -92,8 +92,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
                           t("logits.after"): cut.probs.tolist()}, kept=cut.kept.tolist(),
                  key="cut", height=300, y_range=(0, 1.15), y_title=t("logits.prob"))
         steps = Stepper("cut", [t(f"logits.step_{s}") for s in ("temp", "k", "p", "norm")])
-        if steps.shows(1):
-            st.markdown(f"**1 · {t('logits.step_temp')}** — `{vec(cut.probs_before_filter)}`")
+        if steps.step(1, f"`{vec(cut.probs_before_filter)}`"):
             if temp == 0:
                 st.info(t("logits.greedy_note", w=words(cut.kept)), icon=":material/filter_1:")
             else:
@@ -109,8 +108,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
             note = "logits.p_all" if top_p == 1 else "logits.p_keeps"
             st.markdown(f"**3 · {t('logits.step_p')}** — " + t(note, p=short(top_p),
                         w=words(cut.kept)))
-        if steps.shows(4):
-            st.markdown(f"**4 · {t('logits.step_norm')}** — `{vec(cut.probs)}`")
+        if steps.step(4, f"`{vec(cut.probs)}`"):
             st.latex(r"\begin{gathered}" + r" \\ ".join(
                 renormalised(cut, j, rf"p_{{\text{{{w}}}}}") for j, w in enumerate(PAYERS)
                 if cut.kept[j]) + r"\end{gathered}")

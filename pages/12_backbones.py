@@ -91,8 +91,7 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
             if steps.shows(k):
                 with column:
                     self_step(k, *side)
-        if steps.shows(3):
-            st.markdown(f"**3 · {t('backbones.step_cross')}**")
+        if steps.step(3):
             formula(r"\begin{gathered}Q = H_{\mathrm{dec}} W_q \\ K = H_{\mathrm{enc}} W_k \\ "
                     r"V = H_{\mathrm{enc}} W_v\end{gathered}", r"\begin{gathered}" + r" \\ ".join(
                         rf"{n} = H_{{\mathrm{{{h}}}}} W_{m}:\ {shape(a)}\,[{d}, {d}] \to {shape(r)}"
@@ -122,8 +121,7 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
                         explain=lambda i, j: weight_cell(cross.attention, target, source, i,
                                                          j, "cross"))
             st.caption(t("backbones.not_alignment"))
-        if steps.shows(4):
-            st.markdown(f"**4 · {t('backbones.step_ffn')}**")
+        if steps.step(4):
             st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
 
 

@@ -1,8 +1,8 @@
 """Step-by-step reveal: a teacher shows a worked example one step at a time.
 
     steps = Stepper("hand", ["scores", "scaled", "weights", "output"])
-    if steps.shows(1): ...step 1...
-    if steps.shows(2): ...step 2...
+    if steps.step(1, "`[1.000, 0.000]`"): ...step 1, under its heading "1 · scores — ..."
+    if steps.shows(2): ...step 2, laid out by the page...
 
 By default every step is shown (a learner reading alone). "Step by step" starts at
 step 1; "next" / "back" (or the keys N and B) move one step; "all" shows everything
@@ -41,6 +41,15 @@ class Stepper:
     def shows(self, step: int) -> bool:
         """Is step `step` (1-based) on screen?"""
         return self.current == ALL or step <= self.current
+
+    def step(self, step: int, result: str = "") -> bool:
+        """Like shows(), and when the step is on screen, its heading first: "**2 · label**",
+        followed by " — result" (Markdown, e.g. the step's vector) when one is given."""
+        if not self.shows(step):
+            return False
+        tail = f" — {result}" if result else ""
+        st.markdown(f"**{step} · {self.labels[step - 1]}**{tail}")
+        return True
 
     def _draw_controls(self) -> None:
         total, now = len(self.labels), self.current

@@ -242,24 +242,12 @@ def test_a_trained_attention_cell_explains_itself() -> None:
     assert r"a_{7,10} = e^{-\infty}" in text  # 承 comes after 费 in the twin
 
 
-def test_a_missing_model_gives_one_translated_message(monkeypatch, lang) -> None:
+def test_a_missing_model_gives_one_translated_message(missing_model, lang) -> None:
     """No shipped model (a fresh checkout without assets/model): one message, the random
     view still works."""
-    import streamlit as st
-
-    from tinyformer.errors import ParameterError
-
-    def missing(*_, **__):
-        raise ParameterError("trained_model_missing", "no model", path="assets/model")
-
-    monkeypatch.setattr("ui.models.load_model", missing)
-    st.cache_resource.clear()  # a model loaded by an earlier test would hide the failure
-    try:
-        at = open_page(PAGE, lang, params=TRAINED)
-        assert_clean(at)
-        message = catalogue(lang)["errors.trained_model_missing"].format(path="assets/model")
-        assert [e.value for e in at.error] == [message]
-        at.button_group("context.model").set_value("random").run()
-        assert not at.error and latex_vec(expected()["diff"]) in page_text(at)
-    finally:
-        st.cache_resource.clear()
+    at = open_page(PAGE, lang, params=TRAINED)
+    assert_clean(at)
+    message = catalogue(lang)["errors.trained_model_missing"].format(path=missing_model)
+    assert [e.value for e in at.error] == [message]
+    at.button_group("context.model").set_value("random").run()
+    assert not at.error and latex_vec(expected()["diff"]) in page_text(at)

@@ -32,6 +32,15 @@ ARTICLE = ["1,784", "[1, 8, 50]", "[1, 2, 8, 8]", "(40, 0.0538), (20, 0.0472), (
 FIRST_ROW = "row 0 = [1, 0, 0, 0, 0, 0, 0, 0]"
 
 
+def first_query(model: TinyDecoder, ids: list[int]) -> torch.Tensor:
+    """Q of block 0 from PyTorch's own functions: LayerNorm, then the first `width` rows of
+    the fused QKV weight (they are W_q)."""
+    block, width = model.blocks[0], model.token.weight.shape[1]
+    x = model.token.weight[ids] + model.position.weight[: len(ids)]
+    norm = F.layer_norm(x, (width,), block.norm1.weight, block.norm1.bias)
+    return F.linear(norm, block.qkv.weight[:width]).detach()  # [N, width]
+
+
 def top3(model: TinyDecoder, ids: list[int]) -> str:
     return ", ".join(f"({i}, {p:.4f})" for i, p in model.trace(ids).top(3))
 
@@ -181,11 +190,7 @@ def test_number_exercise_checks_and_shows_the_steps(typed: float, right: bool) -
 
 def test_a_query_cell_explains_itself_with_its_own_numbers() -> None:
     at = open_page(PAGE, params={"forward.step": "b0.q"}, state=click(("forward.map_b0_q_0", 3, 5)))
-    model = TinyDecoder.seeded(7)
-    block = model.blocks[0]
-    x = model.token.weight[IDS] + model.position.weight[:8]
-    q = F.linear(F.layer_norm(x, (8,), block.norm1.weight, block.norm1.bias),
-                 block.qkv.weight[:8]).detach()  # rows 0..7 of the fused weight are W_q
+    q = first_query(TinyDecoder.seeded(7), IDS)
     text = explanations(at)
     assert "q_{3,5}" in text and f"= {q[3, 5]:.3f}" in text
     assert at.query_params["forward.map_b0_q_0"] == "3,5"
@@ -296,10 +301,7 @@ def test_trained_cells_are_the_models_own_numbers() -> None:
     model, ids = trained.model, list(trained.vocab.encode(Q1).ids)
     at = open_page(PAGE, params={**TRAINED, "forward.step": "b0.q"},
                    state=click(("forward.map_b0_q_0", 13, 20)))
-    block = model.blocks[0]
-    x = model.token.weight[ids] + model.position.weight[:14]
-    q = F.linear(F.layer_norm(x, (32,), block.norm1.weight, block.norm1.bias),
-                 block.qkv.weight[:32]).detach()  # rows 0..31 of the fused weight are W_q
+    q = first_query(model, ids)
     text = explanations(at)
     assert "q_{13,20}" in text and f"= {q[13, 20]:.3f}" in text
     probs = torch.softmax(model(torch.tensor(ids)[None])[0][0, -1], -1)
@@ -308,25 +310,13 @@ def test_trained_cells_are_the_models_own_numbers() -> None:
     assert "ID 2「商」" in text and f"= {float(probs[2]):.4f}" in text
 
 
-def test_a_missing_model_gives_one_translated_message(monkeypatch, lang) -> None:
+def test_a_missing_model_gives_one_translated_message(missing_model, lang) -> None:
     """No shipped model: one message instead of the run; the exercises and the switch
     back to random weights still work."""
-    import streamlit as st
-
-    from tinyformer.errors import ParameterError
-
-    def missing(*_, **__):
-        raise ParameterError("trained_model_missing", "no model", path="assets/model")
-
-    monkeypatch.setattr("ui.models.load_model", missing)
-    st.cache_resource.clear()  # a run cached by an earlier test would hide the failure
-    try:
-        at = open_page(PAGE, lang, params=TRAINED)
-        assert_clean(at)
-        message = catalogue(lang)["errors.trained_model_missing"].format(path="assets/model")
-        assert [e.value for e in at.error] == [message]
-        assert len(at.radio) >= 2  # the exercise and the question still drawn
-        at.button_group("forward.model").set_value("random").run()
-        assert not at.error and ARTICLE[0] in page_text(at)
-    finally:
-        st.cache_resource.clear()
+    at = open_page(PAGE, lang, params=TRAINED)
+    assert_clean(at)
+    message = catalogue(lang)["errors.trained_model_missing"].format(path=missing_model)
+    assert [e.value for e in at.error] == [message]
+    assert len(at.radio) >= 2  # the exercise and the question still drawn
+    at.button_group("forward.model").set_value("random").run()
+    assert not at.error and ARTICLE[0] in page_text(at)
