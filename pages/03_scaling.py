@@ -9,9 +9,9 @@ from tinyformer import scaling
 from ui.charts import lines
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import matrix_frame
-from ui.fmt import decimals_for, dot_terms, latex_vec, num, vec
+from ui.fmt import decimals_for, latex_vec, num, vec
 from ui.formula import formula
-from ui.hand_example import hand_example_inputs
+from ui.hand_example import hand_example_inputs, score_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.page import part, section, stage_link, stage_page
@@ -38,15 +38,7 @@ with stage_page("scaling"):
     q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
     hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
     steps = Stepper("hand", [t(f"scaling.step_{k}") for k in ("scores", "scaled", "softmax")])
-    if steps.step(1, f"`{vec(hand.scores)}`"):
-        formula(r"s_j = q \cdot k_j",
-                rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(hand.scores[0])} \\ "
-                rf"s_B = {dot_terms(q, k_b)} = {num(hand.scores[1])}\end{{gathered}}")
-    if steps.step(2, f"`{vec(hand.scaled)}`"):
-        formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
-                rf"\frac{{{latex_vec(hand.scores)}}}{{\sqrt{{{hand.d_k}}}}} = "
-                rf"\frac{{{latex_vec(hand.scores)}}}{{{num(hand.sqrt_d_k)}}} = "
-                rf"{latex_vec(hand.scaled)}")
+    score_steps(steps, q, k_a, k_b, hand.scores, hand.scaled)
     if steps.step(3, t("scaling.softmax_preview")):
         st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
                       scaled=vec(hand.weights_scaled), dk=hand.d_k))

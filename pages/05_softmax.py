@@ -10,9 +10,9 @@ from ui import explain
 from ui.example import TAIL4, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
-from ui.fmt import dot_terms, latex_matrix, latex_vec, num, short, vec
+from ui.fmt import latex_matrix, latex_vec, num, short, vec
 from ui.formula import formula
-from ui.hand_example import hand_example_inputs, set_hand_example
+from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import part, section, stage_page
@@ -54,17 +54,10 @@ with stage_page("softmax"):
         scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
                                            trace.output[0])  # [2] each
         soft = softmax_steps(scaled)
-        d_k = q.numel()
 
         steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
                                  ("scores", "scaled", "weights", "output")])
-        if steps.step(1, f"`{vec(scores)}`"):
-            formula(r"s_j = q \cdot k_j",
-                    rf"s_A = {dot_terms(q, k_a)} = {num(scores[0])},\quad "
-                    rf"s_B = {dot_terms(q, k_b)} = {num(scores[1])}")
-        if steps.step(2, f"`{vec(scaled)}`"):
-            formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
-                    rf"\frac{{{latex_vec(scores)}}}{{\sqrt{{{d_k}}}}} = {latex_vec(scaled)}")
+        score_steps(steps, q, k_a, k_b, scores, scaled)
         if steps.step(3, f"`{vec(weights)}`"):
             e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
             formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",

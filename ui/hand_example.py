@@ -10,7 +10,10 @@ from typing import NamedTuple
 import streamlit as st
 import torch
 
+from ui.fmt import dot_terms, latex_vec, num, vec
+from ui.formula import formula
 from ui.inputs import matrix_input
+from ui.reveal import Stepper
 
 DEFAULTS = {"q": [1, 0], "kA": [1, 0], "kB": [0, 1], "vA": [2, 0], "vB": [0, 4]}
 SYMBOLS = {"q": "q", "kA": "k_A", "kB": "k_B", "vA": "v_A", "vB": "v_B"}
@@ -52,3 +55,18 @@ def set_hand_example(**texts: str) -> None:
     """A preset button's callback: hand.kB = "2, 0" and so on."""
     for name, text in texts.items():
         st.session_state[f"hand.{name}"] = text
+
+
+def score_steps(steps: Stepper, q: torch.Tensor, k_a: torch.Tensor, k_b: torch.Tensor,
+                scores: torch.Tensor, scaled: torch.Tensor) -> None:
+    """Steps 1 and 2 of the hand example, the same on stages 3 and 5: the two dot
+    products, then their division by √d_k (one line each, so that a phone fits them)."""
+    d_k = q.numel()
+    if steps.step(1, f"`{vec(scores)}`"):
+        formula(r"s_j = q \cdot k_j",
+                rf"\begin{{gathered}}s_A = {dot_terms(q, k_a)} = {num(scores[0])} \\ "
+                rf"s_B = {dot_terms(q, k_b)} = {num(scores[1])}\end{{gathered}}")
+    if steps.step(2, f"`{vec(scaled)}`"):
+        formula(r"\tilde s_j = \frac{s_j}{\sqrt{d_k}}",
+                rf"\frac{{{latex_vec(scores)}}}{{\sqrt{{{d_k}}}}} = "
+                rf"\frac{{{latex_vec(scores)}}}{{{num(d_k ** 0.5)}}} = {latex_vec(scaled)}")
