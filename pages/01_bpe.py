@@ -10,21 +10,17 @@ from tinyformer.bpe import BPEEncoding, compare_cuts, corpus_bpe, hex_bytes, mer
 from tinyformer.tokenizer import UNK_ID
 from ui import state
 from ui.charts import PALETTE, lines
-from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.example import question_box
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import png_config
 from ui.fmt import plain
 from ui.i18n import t
-from ui.inputs import number, text
+from ui.inputs import number
 from ui.notes import shown_errors
 from ui.page import part, section, stage_page
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
 PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
-
-
-def use(sentence: str) -> None:  # a button's callback: the text box shows `sentence`
-    st.session_state["bpe.text"] = sentence
 
 
 def cut_table(tokens, ids, extra: dict | None = None) -> None:
@@ -61,11 +57,7 @@ def bpe_row(name: str, enc: BPEEncoding) -> tuple:
 with stage_page("bpe"):
     bpe = corpus_bpe()
     section(t("bpe.cut_title"))
-    sentence = text("text", t("bpe.text_label", limit=MAX_LEN), Q1, MAX_LEN)
-    with st.container(horizontal=True):
-        for question in (Q1, Q2):
-            st.button(f"「{question}」", on_click=use, args=(question,))
-    gloss(Q1_WORDS + Q2_WORDS)
+    sentence = question_box("text", t("bpe.text_label", limit=MAX_LEN), MAX_LEN)
     cuts = None
     with shown_errors():
         cuts = compare_cuts(sentence)

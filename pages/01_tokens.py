@@ -7,7 +7,7 @@ import torch
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
 from ui import explain
 from ui.corpus import corpus_text
-from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.example import Q1, Q2, question_box
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, plain, term
@@ -19,10 +19,6 @@ from ui.page import part, section, stage_page
 
 MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
 cell = explain.cell_name
-
-
-def use(sentence: str) -> None:  # a button's callback: the text box shows `sentence`
-    st.session_state["tokens.text"] = sentence
 
 
 def side_by_side(*maps) -> None:
@@ -52,11 +48,7 @@ with stage_page("tokens"):
     vocab = CharVocab.from_corpus(corpus_text())  # 184 characters: ~0.02 ms a run
     # --- 1. Text to token IDs ---------------------------------------------------------
     section(t("tokens.ids_title"))
-    sentence = text("text", t("tokens.text_label", limit=MAX_LEN), Q1, MAX_LEN)
-    with st.container(horizontal=True):
-        for question in (Q1, Q2):
-            st.button(f"「{question}」", on_click=use, args=(question,))
-    gloss(Q1_WORDS + Q2_WORDS)
+    sentence = question_box("text", t("tokens.text_label", limit=MAX_LEN), MAX_LEN)
     enc = vocab.encode(sentence)
     labels, n = list(enc.tokens), len(enc.ids)
     if enc.unknown:

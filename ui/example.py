@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import state
 from ui.i18n import current_lang, t
+from ui.inputs import text
 
 Q1 = "商品有质量问题，运费谁承担？"  # the merchant pays
 Q2 = "无理由退货，运费谁承担？"  # the buyer usually pays
@@ -33,3 +35,15 @@ def gloss(words) -> None:
     pairs = [f"{w} *{t(f'gloss.{w}')}*" for w in known]
     if pairs:
         st.caption(t("kit.glossary") + " " + " · ".join(pairs))
+
+
+def question_box(name: str, label: str, limit: int) -> str:
+    """A sentence box that opens on question 1, with a button for each question of the
+    running example (and their glossary): the sentence typed, at most `limit` chars."""
+    sentence = text(name, label, Q1, limit)
+    with st.container(horizontal=True):
+        for n, question in enumerate((Q1, Q2), start=1):
+            st.button(f"「{question}」", on_click=st.session_state.__setitem__,
+                      args=(state.qualify(name), question), key=state.private(name, f"q{n}"))
+    gloss(Q1_WORDS + Q2_WORDS)
+    return sentence

@@ -245,6 +245,20 @@ def _deep_link_probe(text: str, url: str) -> bool:
     return probe in DEEP_LINK_PROBES and page in {url_name(s) for s in STAGES}
 
 
+def tab_in(context) -> Tab:
+    """A new page in `context` that records console errors and uncaught page errors."""
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = Tab(context.new_page())
+
+    def on_console(message) -> None:
+        if message.type == "error":
+            tab.errors.append((message.text, message.location.get("url", "")))
+
+    tab.page.on("console", on_console)
+    tab.page.on("pageerror", lambda error: tab.errors.append((f"pageerror: {error}", "")))
+    return tab
+
+
 @pytest.fixture
 def new_tab(browser) -> Iterator[Callable[[], Tab]]:
     """A factory: each call opens a page in a NEW browser context (no shared state)."""
@@ -252,17 +266,8 @@ def new_tab(browser) -> Iterator[Callable[[], Tab]]:
 
     def open_tab() -> Tab:
         context = browser.new_context(viewport=VIEWPORT, locale="en-US")
-        context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
-        tab = Tab(context.new_page())
-
-        def on_console(message) -> None:
-            if message.type == "error":
-                tab.errors.append((message.text, message.location.get("url", "")))
-
-        tab.page.on("console", on_console)
-        tab.page.on("pageerror", lambda error: tab.errors.append((f"pageerror: {error}", "")))
-        return tab
+        return tab_in(context)
 
     yield open_tab
     for context in contexts:

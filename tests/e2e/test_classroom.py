@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from ui.i18n import catalogue
 from ui.stages import STAGES, Stage, all_pages, by_id, neighbours
 
-from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, url_name
+from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, tab_in, url_name
 from .test_browser import open_ready, page_url, title, wait_for_text, wait_ready
 
 pytestmark = pytest.mark.e2e
@@ -85,15 +85,7 @@ def test_every_page_fits_a_phone(server: Server, browser) -> None:
     """One phone for the whole walk: every page in turn, no sideways scrolling."""
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True,
                                   locale="en-US")
-    context.set_default_timeout(TIMEOUT_MS)
-    tab = Tab(context.new_page())
-
-    def on_console(message) -> None:
-        if message.type == "error":
-            tab.errors.append((message.text, message.location.get("url", "")))
-
-    tab.page.on("console", on_console)
-    tab.page.on("pageerror", lambda error: tab.errors.append((f"pageerror: {error}", "")))
+    tab = tab_in(context)
     SCREENSHOTS.mkdir(exist_ok=True)
     too_wide = {}
     try:
