@@ -34,6 +34,7 @@ def rounding_note(weights, v_a, v_b, output) -> str:
     return t("softmax.rounding_note", wa=num(weights[0], 4), wb=num(weights[1], 4),
              example=example)
 
+
 with stage_page("softmax"):
     choice_exercise("kb", t("softmax.ex_question"),
                     [t("softmax.ex_a"), t("softmax.ex_b"), t("softmax.ex_equal")], correct=1,
@@ -43,8 +44,10 @@ with stage_page("softmax"):
     @part
     def by_hand() -> None:
         section(t("softmax.hand_title"))
-        q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
-        with st.container(horizontal=True):
+        inputs, worked = st.columns([5, 6])  # the inputs, and beside them their steps
+        with inputs:
+            q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
+        with inputs, st.container(horizontal=True):
             st.button(t("softmax.preset_default"), on_click=set_hand_example,
                       kwargs={"q": "1, 0", "kA": "1, 0", "kB": "0, 1"})
             st.button(t("softmax.preset_kb"), on_click=set_hand_example,
@@ -55,21 +58,24 @@ with stage_page("softmax"):
                                            trace.output[0])  # [2] each
         soft = softmax_steps(scaled)
 
-        steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
-                                 ("scores", "scaled", "weights", "output")])
-        score_steps(steps, q, k_a, k_b, scores, scaled)
-        if steps.step(3, f"`{vec(weights)}`"):
-            e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
-            formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",
-                    rf"e^{{{num(scaled[0])}}} = {e_a},\ e^{{{num(scaled[1])}}} = {e_b};\ "
-                    rf"a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}} = \frac{{{e_a}}}{{{total}}} = "
-                    rf"{num(weights[0])},\ a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}")
-        if steps.step(4, f"`{vec(output)}`"):
-            formula(r"o = a_A v_A + a_B v_B",
-                    rf"{num(weights[0])}\cdot{latex_vec(v_a)} + {num(weights[1])}\cdot"
-                    rf"{latex_vec(v_b)} = {latex_vec(output)}")
-            st.caption(rounding_note(weights, v_a, v_b, output))
-            st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
+        with worked:
+            steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
+                                     ("scores", "scaled", "weights", "output")])
+            score_steps(steps, q, k_a, k_b, scores, scaled)
+            if steps.step(3, f"`{vec(weights)}`"):
+                e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
+                formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",  # a line each
+                        rf"\begin{{gathered}}e^{{{num(scaled[0])}}} = {e_a},\ "
+                        rf"e^{{{num(scaled[1])}}} = {e_b} \\ a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}}"
+                        rf" = \frac{{{e_a}}}{{{total}}} = {num(weights[0])} \\ "
+                        rf"a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}\end{{gathered}}")
+            if steps.step(4, f"`{vec(output)}`"):
+                formula(r"o = a_A v_A + a_B v_B",
+                        rf"\begin{{aligned}}&{num(weights[0])}\cdot{latex_vec(v_a)} + "
+                        rf"{num(weights[1])}\cdot{latex_vec(v_b)} \\ &= {latex_vec(output)}"
+                        r"\end{aligned}")
+                st.caption(rounding_note(weights, v_a, v_b, output))
+                st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
     by_hand()
 
     # --- All positions at once: the matrix form --------------------------------------
