@@ -1,7 +1,9 @@
 """Exercises: the learner commits to an answer before seeing it.
 
 A page places each exercise BEFORE the content that answers it (predict first); the
-answer and its worked steps appear only after the learner has answered.
+answer and its worked steps appear only after the learner has answered. In presenter
+view an exercise is one line that the teacher opens when asking the class, so the
+stage's first result still fits the projector's first screen.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from ui import handout, state
+from ui import classroom, handout, state
 from ui.fmt import num
 from ui.i18n import t
 
@@ -22,13 +24,23 @@ def _width(text: str) -> int:
     return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
 
 
+def _box(kind: str, question: str):
+    """Where an exercise is drawn: a bordered box with its question, or in presenter view
+    a closed expander whose label is the question."""
+    heading = f"**{t(kind)}** · {question}"
+    if classroom.presenting():
+        return st.expander(heading)
+    box = st.container(border=True)
+    box.markdown(heading)
+    return box
+
+
 def choice_exercise(name: str, question: str, options: Sequence[str], correct: int,
                     explanation: str) -> None:
     """Multiple choice: pick one, press Reveal, read why."""
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, list(options), options[correct], explanation))
-    with st.container(border=True):
-        st.markdown(f"**{t('kit.exercise')}** · {question}")
+    with _box("kit.exercise", question):
         # The question above says what to do, so the label is for screen readers only;
         # short options sit on one line so the result below stays on a projector's screen.
         choice = st.radio(t("kit.your_prediction"), range(len(options)), index=None,
@@ -47,8 +59,7 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
     """Type a number (the tolerance is shown), press Check, then see the worked steps."""
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, None, num(answer, decimals), steps))
-    with st.container(border=True):
-        st.markdown(f"**{t('kit.exercise_number')}** · {question}")
+    with _box("kit.exercise_number", question):
         left, right = st.columns([2, 1], vertical_alignment="bottom")
         label = (t("kit.your_answer_exact") if tolerance == 0
                  else t("kit.your_answer", tol=num(tolerance, decimals)))

@@ -8,6 +8,7 @@ import zipfile
 
 from tests.app.conftest import assert_clean, open_page, page_text
 from ui import classroom, handout
+from ui.i18n import catalogue
 
 PAGE = "pages/05_softmax.py"
 
@@ -19,6 +20,20 @@ def test_presenter_view_from_the_url_keeps_its_links(lang):
     links = at.main.get("page_link")
     assert links and all("present=1" in (link.proto.query_string or "") for link in links)
     assert "[1.340, 1.321]" in page_text(at)  # the same page, only laid out for a projector
+
+
+def test_presenter_view_folds_an_exercise_into_one_line_that_still_works():
+    """On a projector an exercise is a closed expander titled by its question, so the
+    stage's first result stays on the first screen; opened, it works as usual."""
+    question = catalogue("en")["softmax.ex_question"]
+    normal = open_page(PAGE)
+    assert not [e for e in normal.expander if question in e.label]
+    at = open_page(PAGE, params={"present": "1"})
+    folded = [e for e in at.expander if question in e.label]
+    assert len(folded) == 1
+    at.radio("_softmax.ex.kb.choice").set_value(1).run()
+    at.button("_softmax.ex.kb.reveal").click().run()
+    assert len(at.success) == 1 and at.success[0].value.startswith("Right")
 
 
 def test_presenter_switch_and_exit():
