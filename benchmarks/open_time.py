@@ -18,6 +18,7 @@ import contextlib
 import math
 import os
 import random
+import re
 import signal
 import socket
 import statistics
@@ -94,12 +95,28 @@ CONTENT = """
 """
 
 
+# After "Continue" (ui/fold.py): the rerun has finished and the rest is drawn.
+SETTLED = """
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
+      || document.querySelector('[data-testid="stSkeleton"]')) return false;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  if (!charts.every(chart => chart.querySelector('.main-svg'))) return false;
+  return performance.now();
+}
+"""
+CONTINUE_LABEL = re.compile(r"^Continue: ")  # kit.fold_continue in English (en-US locale)
+
+
 @dataclass
 class Open:
     ms: float  # navigation start -> fully rendered
     marks: dict[str, float]
     content: dict[str, float]
     ws_kib: float
+    continue_ms: float | None = None  # "Continue" pressed -> the rest drawn
+    whole: dict[str, float] | None = None  # what is on the page after that
 
 
 @dataclass
@@ -118,8 +135,25 @@ class PageOpens:
         return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)] if ordered else None
 
 
-def open_once(browser, url: str) -> Open:
-    """One learner opening `url` in a new browser context (nothing cached)."""
+def press_continue(page, opened: Open) -> None:
+    """The learner reads on: press the page's "Continue" button, if it has one, and time
+    it until the rest of the page is drawn."""
+    button = page.get_by_role("button", name=CONTINUE_LABEL)
+    if button.count() == 0:
+        return
+    before = page.url
+    start = float(page.evaluate("() => performance.now()"))
+    button.click()
+    page.wait_for_function("url => location.href !== url", arg=before, polling="raf",
+                           timeout=OPEN_TIMEOUT_MS)  # the rerun has started
+    done = page.wait_for_function(SETTLED, polling="raf", timeout=OPEN_TIMEOUT_MS)
+    opened.continue_ms = float(done.json_value()) - start
+    opened.whole = page.evaluate(CONTENT)
+
+
+def open_once(browser, url: str, continue_rest: bool = True) -> Open:
+    """One learner opening `url` in a new browser context (nothing cached); then, on a
+    page whose rest waits for the learner, pressing "Continue"."""
     context = browser.new_context(viewport=VIEWPORT, locale="en-US")
     try:
         context.add_init_script(MARKS_SCRIPT)
@@ -131,7 +165,10 @@ def open_once(browser, url: str) -> Open:
         drawn = page.wait_for_function(DRAWN, polling="raf", timeout=OPEN_TIMEOUT_MS)
         ms = float(drawn.json_value())
         marks = page.evaluate("() => window.__openMarks")
-        return Open(ms, marks, page.evaluate(CONTENT), received[0] / 1024)
+        opened = Open(ms, marks, page.evaluate(CONTENT), received[0] / 1024)
+        if continue_rest:
+            press_continue(page, opened)
+        return opened
     finally:
         context.close()
 
@@ -160,7 +197,7 @@ def report_pages(targets: list[PageOpens]) -> None:
     reference = targets[0].median()
     header = ("page", "opens", "p50 ms", "p95 ms", "ratio", f"<= {TARGET_RATIO:g}x",
               "connected", "script done", "charts", "formulas", "elements", "screens",
-              "ws KiB")
+              "ws KiB", "continue ms", "whole: charts", "screens")
     rows = []
     for target in targets:
         median = target.median()
@@ -176,7 +213,10 @@ def report_pages(targets: list[PageOpens]) -> None:
             *(str(last.content[key]) if last else "-" for key in
               ("charts", "formulas", "elements")),
             f"{last.content['screens']:.1f}" if last else "-",
-            fmt(target.median(lambda o: o.ws_kib))))
+            fmt(target.median(lambda o: o.ws_kib)),
+            fmt(target.median(lambda o: o.continue_ms)),
+            str(last.whole["charts"]) if last and last.whole else "-",
+            f"{last.whole['screens']:.1f}" if last and last.whole else "-"))
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*header))
@@ -243,12 +283,12 @@ def first_render(browser, url_name: str, cold: bool, arrive_after: float) -> Sta
                 url = f"http://127.0.0.1:{port}/{url_name}"
                 if late:
                     time.sleep(max(0.0, started + arrive_after - time.monotonic()))
-                    opens.append(open_once(browser, url))
+                    opens.append(open_once(browser, url, continue_rest=False))
                     continue
                 listening = time.monotonic() - started
-                opens.append(open_once(browser, url))
+                opens.append(open_once(browser, url, continue_rest=False))
                 first_s = time.monotonic() - started
-                opens.append(open_once(browser, url))
+                opens.append(open_once(browser, url, continue_rest=False))
             finally:
                 stop_group(process)
     return Start(listening, opens[0], first_s, opens[1], opens[2])
@@ -339,7 +379,9 @@ def run_pages(browser, pages: list[tuple[str, str, str]], runs: int) -> None:
     print(f"\ntarget: a page's p50 <= {TARGET_RATIO:g}x the reference's (printed, never "
           "enforced); connected / script done: medians in ms since the navigation "
           "started; charts, formulas, elements, screens (page height / window height): "
-          "the last open's; ws KiB: Streamlit's messages for the open\n")
+          "the last open's; ws KiB: Streamlit's messages for the open; continue ms: the "
+          "learner then presses Continue (ui/fold.py) until the rest is drawn (median), and "
+          "what the whole page holds\n")
     report_pages(targets)
 
 

@@ -16,7 +16,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 from ui.reveal import Stepper
 
 WORDS = ("苹果", "梨", "动漫")
@@ -109,6 +109,7 @@ with stage_page("embeddings"):
         else:
             number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
                             explain.formula(t("embeddings.ex_number_steps"), cos_latex(cos, 1, 2)))
+        fold(t("embeddings.cos_table"))
         def explain_cos(i: int, j: int) -> str:
             return explain.formula(t("embeddings.cell_cos", a=WORDS[i], b=WORDS[j]),
                                    cos_latex(cos, i, j))

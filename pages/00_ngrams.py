@@ -100,7 +100,7 @@ with stage_page("ngram"):
                  for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
                 title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
         st.caption(t("ngram.article_names"))
-        section(t("ngram.limits_title"))
+        section(t("ngram.limits_title"), folded=True)
         pear = model[2].explain("吃", "梨")
         choice_exercise("pear", t("ngram.ex_choice"),
                         [t("ngram.ex_zero"), t("ngram.ex_like_apple"), t("ngram.ex_needs_more")],

@@ -91,7 +91,7 @@ with stage_page("bpe"):
                                 right=plain(first.right_display)),
                     [t("bpe.ex_a"), t("bpe.ex_b"), t("bpe.ex_c"), t("bpe.ex_d")], correct=0,
                     explanation=t("bpe.ex_explain"))
-    section(t("bpe.merges_title"))
+    section(t("bpe.merges_title"), folded=True)
     st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
     run = merge_run(bpe, sentence) if cuts else None
     st.dataframe(pd.DataFrame({

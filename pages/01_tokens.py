@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 
 MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
 cell = explain.cell_name
@@ -63,6 +63,7 @@ with stage_page("tokens"):
     # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
     choice_exercise("rows", t("tokens.ex_question"), [t(f"tokens.ex_{k}") for k in "abcd"],
                     correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
+    fold(t("tokens.lookup_title"))
     @part
     def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None:
         section(t("tokens.lookup_title"))

@@ -93,7 +93,7 @@ with stage_page("qkv"):
     dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
     with right:  # the row's own choice reruns only these steps
         row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)
-    section(t("qkv.qkv_title"))
+    section(t("qkv.qkv_title"), folded=True)
     st.markdown(t("qkv.qkv_lead"))
     places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
     for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):

@@ -50,7 +50,7 @@ with stage_page("scaling"):
         for i, n in enumerate("AB")) + r"\end{gathered}")
 
     # --- Why the variance is d_k: predict first, then derive, then measure ----------
-    section(t("scaling.why_title"))
+    section(t("scaling.why_title"), folded=True)
     number_exercise("var", t("scaling.ex_var_question"), 256.0, t("scaling.ex_var_steps"),
                     tolerance=0.5, decimals=1)
     st.markdown(t("scaling.why"))

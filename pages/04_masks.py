@@ -80,7 +80,7 @@ with stage_page("masks"):
     # --- 3. Padding, and both masks together ----------------------------------------
     @part
     def masked_attention() -> None:
-        section(t("masks.pad_title"))
+        section(t("masks.pad_title"), folded=True)
         st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
         left, right = st.columns(2)
         with left:

@@ -83,7 +83,7 @@ def random_view() -> None:
         (st.success if cmp.inputs_differ == 0 else st.warning)(t(
             "context.same_input" if cmp.inputs_differ == 0 else "context.inputs_differ",
             d=a.x.shape[1], n=cmp.inputs_differ))
-        section(t("context.read_title"))
+        section(t("context.read_title"), folded=True)
         st.markdown(t("context.read_lead"))
         for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
             st.markdown(f"**{question}**")
@@ -128,7 +128,7 @@ def trained_view() -> None:
                                t("context.t_largest"): [num(x) for x in cmp.largest]},
                               index=[t(f"context.stage_{k}", b=(i or 0) + 1)
                                      for k, i in cmp.stages]))
-        section(t("context.t_read_title", char=CHAR))
+        section(t("context.t_read_title", char=CHAR), folded=True)
         st.markdown(t("context.t_read_lead", char=CHAR))
         labels = [t("context.head_label", b=b + 1, h=h + 1) for b, h in cmp.block_heads]
         for column, r, side in zip(st.columns(2), (a, b), "ab", strict=True):

@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 from ui.reveal import Stepper
 
 
@@ -77,6 +77,7 @@ with stage_page("softmax"):
                 st.caption(rounding_note(weights, v_a, v_b, output))
                 st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
     by_hand()
+    fold(t("softmax.matrix_title"))
 
     # --- All positions at once: the matrix form --------------------------------------
     @part

@@ -109,7 +109,7 @@ with stage_page("kvcache"):
             tolerance=0.01, decimals=2)
         st.caption(t("kvcache.batch_note"))
 
-        section(t("kvcache.what_title"))
+        section(t("kvcache.what_title"), folded=True)
         st.markdown(t("kvcache.what"))
         formula(r"S_{KV} = " + SYMBOLS)
 

@@ -19,7 +19,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 from ui.reveal import Stepper
 
 WIDTH, N = 8, len(TAIL6)
@@ -70,7 +70,8 @@ def split(heads_box, right, x, weights: list, mask) -> None:
     with right, shown_errors():
         tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads, mask=mask)
         hd, q_full = tr.head_dim, merge_heads(tr.q)[0]  # q_full [N, 8]: heads side by side
-        steps = Stepper("hand", [t(f"multihead.reveal_{k}") for k in ("split", "heads", "out")])
+        steps = Stepper("hand", [t(f"multihead.reveal_{k}") for k in ("split", "heads", "out")],
+                        fold_at=2)
         if steps.step(1):
             formula(r"d_{head} = \frac{d}{H}", rf"d_{{head}} = \frac{{8}}{{{heads}}} = {hd}")
             cols = [f"h{c // hd}·{c % hd}" for c in range(WIDTH)]  # column c: head c // hd
@@ -82,6 +83,7 @@ def split(heads_box, right, x, weights: list, mask) -> None:
     if tr is None:
         return
     st.info(t("multihead.split_note", heads=heads, hd=hd, n=N), icon=":material/splitscreen:")
+    fold(t("multihead.reveal_heads"))
     if steps.step(2):
         head_maps(tr, "head", lead=lambda h, i, j: t("multihead.cell_head", h=h, i=TAIL6[i],
                                                     j=TAIL6[j], hd=hd),

@@ -14,7 +14,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 from ui.reveal import Stepper
 
 WORDS = ("我", "吃", "苹果")
@@ -80,7 +80,8 @@ def shuffle() -> None:
     with cols[2]:
         seed = number("seed", t("positions.seed"), 0, 9999, 0, help=t("positions.seed_help"))
     random_weights_note()
-    steps = Stepper("shuffle", [t(f"positions.step_{k}") for k in ("orders", "gap", "pe")])
+    steps = Stepper("shuffle", [t(f"positions.step_{k}") for k in ("orders", "gap", "pe")],
+                    fold_at=3)
     with shown_errors():
         plain = compare_orders(WORDS, ORDERS[order], width, seed)
         if steps.shows(1):
@@ -88,6 +89,7 @@ def shuffle() -> None:
             st.caption(t("positions.no_mask"))
         if steps.shows(2):
             matched(plain, "out")
+        fold(t("positions.pe_title"))
         if steps.shows(3):
             section(t("positions.pe_title"))
             moved = next(w for w in range(len(WORDS)) if plain.order[w] != w)  # first word moved

@@ -79,7 +79,7 @@ def by_hand() -> None:  # q, k, the angles and the shift: this section only
                     rf"{dot_terms(pair.q_rot.tolist(), pair.k_rot.tolist())} = {num(pair.dot)}")
             st.markdown(t("rope.lengths", q=num(pair.q_length), qr=num(pair.q_rot_length),
                           k=num(pair.k_length), kr=num(pair.k_rot_length), plain=num(pair.plain)))
-        section(t("rope.shift_title"))
+        section(t("rope.shift_title"), folded=True)
         choice_exercise("shift", t("rope.ex_question"),
                         [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")], correct=1,
                         explanation=t("rope.ex_explain"))

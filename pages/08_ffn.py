@@ -97,7 +97,7 @@ with stage_page("ffn"):
                           latex_vec(ff.output))
             st.caption(t("ffn.shape_note", d=x.numel(), h=w1.shape[1]))
 
-    section(t("ffn.act_title"))
+    section(t("ffn.act_title"), folded=True)
     choice_exercise("neg", t("ffn.ex_question"),
                     [t("ffn.ex_zero"), t("ffn.ex_small"), t("ffn.ex_flip")], correct=1,
                     explanation=t("ffn.ex_explain"))

@@ -18,7 +18,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import fold, part, section, stage_page
 from ui.reveal import Stepper
 
 D, HIDDEN = 4, 8  # width and hidden size of the random experts
@@ -141,6 +141,7 @@ with stage_page("moe"):
         if steps.step(4, f"`{vec(sw.output)}`"):
             formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
                     latex_vec(sw.output))
+    fold(t("moe.gate_title"))
     gate_demo(sw)
     experts()
     parameter_count()

@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link, stage_page
 from ui.reveal import Stepper
 
 FORMULAS = {  # two lines each, so that a formula fits half the page
@@ -115,5 +115,6 @@ with stage_page("prepost"):
         st.caption(t("prepost.setup", n=N_TOKENS, d=WIDTH, heads=HEADS, norm=NAMES[norm],
                      word=TAIL4[row]))
 
+    fold(t("prepost.stack_title"))
     stack(int(seed), float(scale), norm)
     stage_link("forward")

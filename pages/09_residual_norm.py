@@ -64,7 +64,7 @@ def residual() -> None:  # x and f(x): this section only
 
 @part
 def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
-    section(t("residual.norm_title"))
+    section(t("residual.norm_title"), folded=True)
     st.markdown(t("residual.norm_lead"))
     left, right = st.columns([3, 2])
     with left:

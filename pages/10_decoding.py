@@ -14,7 +14,7 @@ from ui.fmt import num, short
 from ui.i18n import t
 from ui.inputs import matrix_input, number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link, stage_page
 from ui.reveal import ALL, Stepper
 
 MODEL_SEED, VOCAB, MAX_LEN = 7, 50, 16  # TinyDecoder with the article's settings
@@ -132,4 +132,5 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
 with stage_page("decoding"):
     gloss(PAYERS)
     sampling()
+    fold(t("decoding.loop_title"))
     generation_loop()

@@ -69,7 +69,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
              y_range=(0, 1.15))
     st.warning(t("logits.not_legal", p=num(plain.probs[0])), icon=":material/gavel:")
 
-    section(t("logits.cut_title"))
+    section(t("logits.cut_title"), folded=True)
     worked = [next_token_probs(z, **settings) for _, settings in WORKED]
     rows = [label for label, _ in WORKED[:-1]] + [t("logits.greedy_row")]
     choice_exercise("cool", t("logits.ex_question"),

@@ -74,7 +74,7 @@ def explain_cell(step: fp.Step, g: int, i: int, c: int, rows: list[str], tok) ->
 
 @part
 def walk(run: fp.ForwardRun, rows: list[str], tok) -> None:  # the step slider: this part only
-    section(t("forward.walk_title"))
+    section(t("forward.walk_title"), folded=True)
     names = {s.id: f"{k + 1} · " + ("" if s.block is None else t("forward.block", b=s.block + 1)
              + " · ") + t(f"forward.step_{s.name}") for k, s in enumerate(run.steps)}
     step = run.steps[list(names).index(choice("step", t("forward.step"), list(names), "tok",

@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link, stage_page
 from ui.reveal import Stepper
 
 SOURCE, TARGET, CHAT = "who pays the shipping ?", "运费 谁 承担", "请解释Transformer"
@@ -138,6 +138,7 @@ with stage_page("backbones"):
 
     choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
         "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
+    fold(t("backbones.cross_title"))
     cross_attention()
 
     section(t("backbones.why_title"))

@@ -16,7 +16,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import shown_errors
-from ui.page import device_name, part, section, stage_page
+from ui.page import device_name, fold, part, section, stage_page
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 NEW = " ★"  # marks a K/V row computed in the step shown
@@ -95,6 +95,7 @@ def one_step(cmp: CacheComparison, tokens: list[str], n: int, n_new: int, layers
             [f"{j} · {tokens[j]}" for j in range(att.past_length, att.k.shape[-2])],
             key="q_map", title=t("generate.q_title", new=len(step.fed),
                                  hd=q_table.shape[-1]), **diverging(q_table))
+    fold(t("generate.weights_title"))
     weights_map(att, head - 1, tokens)
     kv_maps(att, head - 1, k, tokens, n, cmp.kv_gaps[k - 1], use_cache)
     st.caption(t("generate.star"))

@@ -127,7 +127,7 @@ with stage_page("inside", uses_device=True):
                     t("inside.word"): [insp.word.merchant, insp.word.buyer]},
                     key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
 
-    section(t("inside.where_title"))
+    section(t("inside.where_title"), folded=True)
     even, reason_shares = running.uniform.reason, [h.shares.reason for h in running.heads]
     verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
     choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),

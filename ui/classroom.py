@@ -213,13 +213,16 @@ def state_json(stage_id: str, lang: str, params: dict[str, str], url: str) -> st
                        "url": url}, ensure_ascii=False, indent=2)
 
 
-def downloads(stage_id: str) -> None:
-    """State as JSON, every table as CSV (a zip), and the printable handout.
+def downloads(stage_id: str, *, folded: bool = False) -> None:
+    """State as JSON, every table as CSV (a zip), and the printable handout; `folded`:
+    part of the page is still closed, so they hold only the part on screen.
 
     The files are made only when asked for (Streamlit then calls the function in
     another thread, outside this run), so everything they need is captured now.
     """
     record = handout.current()
+    if folded:
+        st.caption(t("kit.downloads_folded"))
     labels = {"made_from": t("kit.handout_from"), "answers": t("kit.handout_answers")}
     here, params, lang = st.context.url or "", state.url_now(), current_lang()
     address = st.session_state.get(_ADDRESS)

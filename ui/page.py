@@ -18,6 +18,8 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from ui import classroom, handout, state
+from ui.fold import Folded
+from ui.fold import fold as fold  # re-exported: a page imports its kit from ui.page
 from ui.i18n import LANG_NAMES, LANG_PARAM, LANGS, resolve_lang, t
 from ui.stages import HOME, Stage, all_pages, by_id, neighbours
 
@@ -53,8 +55,11 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
     stage = setup_page(stage_id, uses_device=uses_device)
     header(stage)
     share_box = st.session_state.pop(_SHARE_BOX, None)
+    folded = False
     try:
         yield stage
+    except Folded:
+        folded = True  # the rest of the page waits for the learner (ui/fold.py)
     except Exception:
         _LOG.exception("stage %r failed", stage_id)
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
@@ -64,7 +69,7 @@ def stage_page(stage_id: str, *, uses_device: bool = False) -> Iterator[Stage]:
         with share_box:
             classroom.share_panel()
     with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):
-        classroom.downloads(stage_id)
+        classroom.downloads(stage_id, folded=folded)
 
 
 def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool = False) -> None:
@@ -203,25 +208,39 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
     (st.fragment): a slider there costs that section's work, not the whole page's.
 
     Use it only for a section whose inputs nothing outside it reads. What the section
-    puts in the handout replaces what it put there on its last run.
+    puts in the handout replaces what it put there on its last run. A fold() inside it
+    ends the page there on a full run; on the section's own rerun, the section.
     """
     name = f"{func.__module__}.{func.__qualname__}"
 
     @st.fragment
     @wraps(func)
-    def run(*args: object, **kwargs: object) -> None:
+    def run(*args: object, **kwargs: object) -> bool:
         state.new_run()  # a matrix box's format note shows in this rerun too
         url_before = dict(state.url_now())
+        folded = False
         with handout.part(name):
-            func(*args, **kwargs)
+            try:
+                func(*args, **kwargs)
+            except Folded:  # an exception must not leave a fragment: Streamlit shows it
+                folded = True
         if st.session_state.get(classroom.SHARE_ON) and state.url_now() != url_before:
             st.rerun(scope="app")  # the QR code on show must carry this edit
+        return folded
 
-    return run
+    @wraps(func)
+    def call(*args: object, **kwargs: object) -> None:
+        if run(*args, **kwargs):  # a full run returns what run returned
+            raise Folded
+
+    return call
 
 
-def section(title: str) -> None:
-    """A section title (also the handout's)."""
+def section(title: str, *, folded: bool = False) -> None:
+    """A section title (also the handout's). folded: the page's first part ends here;
+    this section and the rest wait for the learner (ui/fold.py)."""
+    if folded:
+        fold(title)
     st.subheader(title)
     handout.add("section", title)
 

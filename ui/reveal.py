@@ -17,14 +17,18 @@ from collections.abc import Sequence
 import streamlit as st
 
 from ui import state
+from ui.fold import fold_key
 from ui.i18n import t
 
 ALL = 0  # the URL value meaning "every step shown"
 
 
 class Stepper:
-    def __init__(self, name: str, labels: Sequence[str]) -> None:
+    def __init__(self, name: str, labels: Sequence[str], *, fold_at: int | None = None) -> None:
+        """fold_at: the first step that lies below the page's fold (ui/fold.py); moving
+        to it, or to "all", opens the rest of the page."""
         self.labels = list(labels)  # translated names of the steps, in order
+        self.fold_at = fold_at
         self.key = f"{state.current_stage()}.{name}.step"
         total = len(self.labels)
         codec = state.Codec(encode=str, decode=int,
@@ -69,3 +73,5 @@ class Stepper:
 
     def _go(self, step: int) -> None:
         st.session_state[self.key] = step
+        if self.fold_at is not None and (step == ALL or step >= self.fold_at):
+            st.session_state[fold_key()] = True

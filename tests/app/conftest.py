@@ -17,18 +17,25 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui.fold import NAME as FOLD_NAME
+from ui.stages import STAGES, Stage
+
 LANGS = ("zh", "en")
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
-              timeout: float = 60, params: Mapping[str, str] | None = None) -> AppTest:
+              timeout: float = 60, params: Mapping[str, str] | None = None,
+              folded: bool = False) -> AppTest:
     """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`.
 
     params: URL parameters, as a shared link carries them; state: session state set
-    before the page's run (clicks, see click())."""
+    before the page's run (clicks, see click()). The whole page is drawn, as after its
+    "Continue" button ("<stage>.more=1" in the link); folded=True: as first opened."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params["lang"] = lang
+    if page is not None and not folded and (stage := stage_of(page)) is not None:
+        at.query_params[f"{stage.id}.{FOLD_NAME}"] = "1"
     for key, value in (params or {}).items():
         at.query_params[key] = value
     at.run()
@@ -37,6 +44,21 @@ def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
     for key, value in (state or {}).items():
         at.session_state[key] = value
     at.run()
+    return at
+
+
+def stage_of(page: str) -> Stage | None:
+    """The stage drawn by a page file ("pages/05_softmax.py"); None for the overview."""
+    return next((stage for stage in STAGES if stage.path == page), None)
+
+
+def open_rest(at: AppTest) -> AppTest:
+    """Press the page's "Continue" button (ui/fold.py), if it has one."""
+    for button in at.button:
+        if button.key and button.key.endswith(f".{FOLD_NAME}~open"):
+            button.click().run()
+            assert not at.exception, [e.value for e in at.exception]
+            break
     return at
 
 

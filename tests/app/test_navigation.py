@@ -4,10 +4,11 @@ Streamlit keeps a single session state per tab, so a key one page leaves behind 
 still there when the next page runs. Two checks:
 - every key a page writes lies in its own namespace (ui.state's rule), or in a
   namespace shared on purpose;
-- a walk through every ordered pair of pages, editing a slider and a text box on each
-  page before leaving it: no exception on arrival, and none on the way back (the walk
-  is an Eulerian circuit of the complete directed graph, so (a, b) and (b, a) are each
-  travelled once, always right after an edit on the page left).
+- a walk through every ordered pair of pages, opening the whole page on arrival and
+  editing a slider and a text box on each page before leaving it: no exception on
+  arrival, and none on the way back (the walk is an Eulerian circuit of the complete
+  directed graph, so (a, b) and (b, a) are each travelled once, always right after an
+  edit on the page left).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from itertools import pairwise
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP
+from tests.app.conftest import APP, open_rest
 from ui.stages import HOME, STAGES, Stage
 
 PAGES: tuple[Stage, ...] = (HOME, *STAGES)
@@ -33,8 +34,11 @@ def _run_clean(at: AppTest, where: str) -> None:
 
 
 def _go(at: AppTest, page: Stage) -> None:
+    """Arrive on `page` and open the rest of it (its "Continue" button, ui/fold.py), so
+    that every input of the page is drawn and in session state."""
     at.switch_page(page.path)
     _run_clean(at, f"arriving on {page.id}")
+    open_rest(at)
 
 
 def _edit(at: AppTest, page: Stage) -> None:
