@@ -58,6 +58,7 @@ from rerun_cost import (
     measure,
     select,
     servers,
+    whole_page_query,
 )
 from websockets.sync.client import connect
 
@@ -421,7 +422,9 @@ def learn(learner: Learner, server: Server, args: argparse.Namespace, phase: Pha
 
 
 def open_page(tab: Tab, learner: Learner) -> Knob | None:
-    """The first run of the learner's page (a student opening the link); None if broken."""
+    """The first run of the learner's page (a student opening the link, the whole page
+    as after its "Continue" button); None if broken."""
+    tab.query_string = whole_page_query(learner.page)
     first = tab.rerun([], page_name=learner.url_name)
     learner.open_ms = first.ms
     if first.page_not_found or (first.url_pathname or "") != learner.url_name:

@@ -384,6 +384,7 @@ def measure(port: int, page: str, url_name: str, args: argparse.Namespace) -> Me
 
 
 def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurement) -> None:
+    tab.query_string = whole_page_query(result.page)
     first = tab.rerun([], page_name=url_name)
     result.open_ms = first.ms
     if first.page_not_found or (first.url_pathname or "") != url_name:
@@ -437,6 +438,16 @@ def app_pages() -> list[tuple[str, str, str]]:
         url_name = "" if stage == HOME else page_icon_and_name(Path(stage.path))[1]
         pages.append((stage.id, stage.path, url_name))
     return pages
+
+
+def whole_page_query(stage_id: str) -> str:
+    """The query string that opens a stage whole, as after its "Continue" button
+    (ui/fold.py): the benchmarks measure every section of a page, not only its first
+    part, so that their figures stay comparable with those taken before the fold."""
+    from ui.fold import NAME
+    from ui.stages import STAGES
+
+    return f"{stage_id}.{NAME}=1" if stage_id in {s.id for s in STAGES} else ""
 
 
 def select(pages: list[tuple[str, str, str]], wanted: list[str] | None):
