@@ -444,10 +444,10 @@ def whole_page_query(stage_id: str) -> str:
     """The query string that opens a stage whole, as after its "Continue" button
     (ui/fold.py): the benchmarks measure every section of a page, not only its first
     part, so that their figures stay comparable with those taken before the fold."""
-    from ui.fold import NAME
+    from ui.fold import NAME, OPEN
     from ui.stages import STAGES
 
-    return f"{stage_id}.{NAME}=1" if stage_id in {s.id for s in STAGES} else ""
+    return f"{stage_id}.{NAME}={OPEN}" if stage_id in {s.id for s in STAGES} else ""
 
 
 def select(pages: list[tuple[str, str, str]], wanted: list[str] | None):

@@ -3,12 +3,12 @@
 A stage page draws its first part on opening; below `fold(title)` it shows one button,
 "Continue: <title>", and draws the rest only once the learner asks for it. Opening a
 stage then costs the browser its first screen, not four screens of figures (issue 10:
-page-open time). The open state is part of the URL ("softmax.more=1"), so a shared
+page-open time). The open state is part of the URL ("softmax.more=true"), so a shared
 link shows the same part of the page, and it stays open through every rerun.
 
     with stage_page("softmax"):
         ...the first part...
-        fold(t("softmax.all_title"))
+        section(t("softmax.matrix_title"), folded=True)  # or fold(title)
         ...the rest...
 
 While the rest is closed, fold() raises Folded, which stage_page catches: the body
@@ -22,10 +22,8 @@ import streamlit as st
 from ui import state
 from ui.i18n import t
 
-NAME = "more"  # the URL parameter: "<stage id>.more=1"
-_CODEC = state.Codec(encode=lambda value: "1" if value else "0",
-                     decode=lambda raw: {"1": True, "0": False}.get(raw),
-                     valid=lambda value: isinstance(value, bool))
+NAME = "more"  # the URL parameter: "<stage id>.more=true"
+OPEN = state.BOOL_CODEC.encode(True)  # its value once the rest is open
 
 
 class Folded(Exception):  # control flow, like Streamlit's own StopException
@@ -39,15 +37,15 @@ def fold_key() -> str:
 def fold(next_title: str) -> None:
     """Go on if the rest of the page is open; else offer it and end the body."""
     key = fold_key()
-    is_open = state.initial(key, False, _CODEC, t("kit.fold_label"))
-    state.write_url(key, is_open, False, _CODEC)
+    is_open = state.initial(key, False, state.BOOL_CODEC, t("kit.fold_label"))
+    state.write_url(key, is_open, False, state.BOOL_CODEC)
     if is_open:
         return
     if st.button(t("kit.fold_continue", title=next_title), key=state.private(NAME, "open"),
                  type="primary", icon=":material/expand_more:"):
         st.session_state[key] = True
         # A whole run, also from inside a section (st.fragment): the page's later
-        # sections are drawn too, and the URL gets "<stage>.more=1".
+        # sections are drawn too, and the URL gets "<stage>.more=true".
         st.rerun(scope="app")
     st.caption(t("kit.fold_note"))
     raise Folded

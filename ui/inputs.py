@@ -62,10 +62,6 @@ def _choice_codec(options: Sequence[Any]) -> Codec:
                  and type(v) is type(by_text.get(str(v))))
 
 
-_BOOL = {"true": True, "false": False}
-_BOOL_CODEC = Codec(encode=lambda v: "true" if v else "false",
-                    decode=lambda raw: _BOOL.get(raw.lower()),
-                    valid=lambda v: isinstance(v, bool))
 
 
 def _text_codec(max_chars: int) -> Codec:
@@ -146,9 +142,9 @@ def choice(name: str, label: str, options: Sequence[Any], default: Any, *,
 
 def toggle(name: str, label: str, default: bool, *, help: str | None = None) -> bool:
     key = state.qualify(name)
-    state.initial(key, default, _BOOL_CODEC, label)
+    state.initial(key, default, state.BOOL_CODEC, label)
     value = st.toggle(label, key=key, help=help)
-    state.write_url(key, value, default, _BOOL_CODEC)
+    state.write_url(key, value, default, state.BOOL_CODEC)
     return value
 
 

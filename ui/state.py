@@ -87,6 +87,12 @@ class Codec:
     valid: Callable[[Any], bool]
 
 
+_BOOL = {"true": True, "false": False}
+BOOL_CODEC = Codec(encode=lambda v: "true" if v else "false",
+                   decode=lambda raw: _BOOL.get(raw.lower()),
+                   valid=lambda v: isinstance(v, bool))
+
+
 def initial(key: str, default: Any, codec: Codec, label: str | None, *,
             quiet_stale: bool = False) -> Any:
     """The value to draw with, before its widget: from the URL on entering the stage,

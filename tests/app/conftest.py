@@ -18,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui.fold import NAME as FOLD_NAME
+from ui.fold import OPEN as FOLD_OPEN
 from ui.stages import STAGES, Stage
 
 LANGS = ("zh", "en")
@@ -31,11 +32,11 @@ def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
 
     params: URL parameters, as a shared link carries them; state: session state set
     before the page's run (clicks, see click()). The whole page is drawn, as after its
-    "Continue" button ("<stage>.more=1" in the link); folded=True: as first opened."""
+    "Continue" button ("<stage>.more=true" in the link); folded=True: as first opened."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params["lang"] = lang
     if page is not None and not folded and (stage := stage_of(page)) is not None:
-        at.query_params[f"{stage.id}.{FOLD_NAME}"] = "1"
+        at.query_params[f"{stage.id}.{FOLD_NAME}"] = FOLD_OPEN
     for key, value in (params or {}).items():
         at.query_params[key] = value
     at.run()
@@ -52,10 +53,16 @@ def stage_of(page: str) -> Stage | None:
     return next((stage for stage in STAGES if stage.path == page), None)
 
 
+def fold_button(stage_id: str) -> str:
+    """The key of a stage's "Continue" button (ui/fold.py)."""
+    return f"_{stage_id}.{FOLD_NAME}~open"
+
+
 def open_rest(at: AppTest) -> AppTest:
-    """Press the page's "Continue" button (ui/fold.py), if it has one."""
+    """Press the current page's "Continue" button, if it has one."""
+    key = fold_button(at.session_state["_stage"])
     for button in at.button:
-        if button.key and button.key.endswith(f".{FOLD_NAME}~open"):
+        if button.key == key:
             button.click().run()
             assert not at.exception, [e.value for e in at.exception]
             break

@@ -1,22 +1,18 @@
 """The rest of a page waits for the learner (ui/fold.py): every stage opens with its
 first part and a "Continue" button; the button, or a link that carries
-"<stage>.more=1", draws the whole page."""
+"<stage>.more=true", draws the whole page."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import assert_clean, open_page, open_rest, page_text
-from ui.fold import NAME
+from tests.app.conftest import assert_clean, fold_button, open_page, open_rest, page_text
+from ui.fold import NAME, OPEN
 from ui.i18n import catalogue
 from ui.stages import STAGES, by_id
 
 WHOLE = {"training"}  # short enough to open whole: no fold
 FOLDED = [s for s in STAGES if s.id not in WHOLE]
-
-
-def button_key(stage_id: str) -> str:
-    return f"_{stage_id}.{NAME}~open"
 
 
 def element_count(at) -> int:
@@ -27,15 +23,15 @@ def element_count(at) -> int:
 def test_a_stage_opens_folded_and_continue_draws_the_rest(stage) -> None:
     at = open_page(stage.path, folded=True)
     assert_clean(at)
-    button = at.button(key=button_key(stage.id))
+    button = at.button(key=fold_button(stage.id))
     assert button.label.startswith("Continue: ")
     assert catalogue("en")["kit.fold_note"] in page_text(at)
     first_part = element_count(at)
 
     button.click().run()
     assert_clean(at)
-    assert at.query_params[f"{stage.id}.{NAME}"] == "1"
-    assert not [b for b in at.button if b.key == button_key(stage.id)]
+    assert at.query_params[f"{stage.id}.{NAME}"] == OPEN
+    assert not [b for b in at.button if b.key == fold_button(stage.id)]
     assert element_count(at) > first_part
     # The button names the section that starts where the first part ended.
     assert button.label.removeprefix("Continue: ") in page_text(at)
@@ -45,7 +41,7 @@ def test_a_short_stage_has_no_fold() -> None:
     for stage_id in WHOLE:
         at = open_page(by_id(stage_id).path, folded=True)
         assert_clean(at)
-        assert not [b for b in at.button if b.key == button_key(stage_id)]
+        assert not [b for b in at.button if b.key == fold_button(stage_id)]
 
 
 def test_continue_inside_a_section_draws_the_later_sections_too() -> None:
@@ -64,7 +60,7 @@ def test_an_input_above_the_fold_keeps_it_closed() -> None:
     at = open_page("pages/07_rope.py", folded=True)
     at.number_input("_rope.ak~n").set_value(90).run()  # q at 0°, k at 90°
     assert_clean(at)
-    assert at.button(key=button_key("rope"))
+    assert at.button(key=fold_button("rope"))
     assert catalogue("en")["rope.freq_title"] not in page_text(at)
     assert r"(R_\alpha q)\cdot(R_\beta k) = 0.000" in page_text(at)
 
@@ -79,7 +75,7 @@ def test_the_open_state_survives_a_rerun_and_a_bad_link_value() -> None:
     bad = open_page("pages/05_softmax.py", folded=True, params={f"softmax.{NAME}": "yes"})
     assert_clean(bad)
     assert len(bad.error) == 1  # the translated bad-link note; the page opens folded
-    assert bad.button(key=button_key("softmax"))
+    assert bad.button(key=fold_button("softmax"))
 
 
 def test_downloads_say_they_hold_only_the_open_part() -> None:
@@ -95,10 +91,10 @@ def test_stepping_past_the_fold_opens_it() -> None:
     the rest of the page, so the step it names is on screen."""
     at = open_page("pages/06_multi_head.py", folded=True)
     at.button(key="_multihead.hand.step~start").click().run()
-    assert at.button(key=button_key("multihead"))  # step 1 of 3: the fold stays closed
+    assert at.button(key=fold_button("multihead"))  # step 1 of 3: the fold stays closed
     at.button(key="_multihead.hand.step~next").click().run()
     assert_clean(at)
-    assert at.query_params[f"multihead.{NAME}"] == "1"
-    assert not [b for b in at.button if b.key == button_key("multihead")]
+    assert at.query_params[f"multihead.{NAME}"] == OPEN
+    assert not [b for b in at.button if b.key == fold_button("multihead")]
     label = catalogue("en")["multihead.reveal_heads"]
     assert f"**2 · {label}**" in [m.value for m in at.markdown]

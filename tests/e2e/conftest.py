@@ -18,7 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,13 +110,16 @@ def _group_alive(group: int) -> bool:
     return True
 
 
-def start_server(*extra: str) -> Server:
+def start_server(*extra: str, command: Sequence[str] = RUN_COMMAND,
+                 env: Mapping[str, str] | None = None) -> Server:
+    """`command` (the README's run command) on a free port, in its own process group."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix=f"tinyformer-e2e-{port}-", suffix=".log")[1])
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            [*RUN_COMMAND, "--port", str(port), *extra],
+            [*command, "--port", str(port), *extra],
             cwd=ROOT,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=subprocess.STDOUT,

@@ -138,7 +138,7 @@ def continue_to_the_rest(tab: Tab, stage: Stage, lang: str) -> None:
         return
     assert tab.page.locator('[data-testid="stException"]').count() == 0
     button.click()
-    tab.page.wait_for_url(re.compile(rf"[?&]{re.escape(stage.id)}\.more=1(&|$)"))
+    tab.page.wait_for_url(re.compile(rf"[?&]{re.escape(stage.id)}\.more=true(&|$)"))
     wait_ready(tab)
     expect(button).to_have_count(0)
 

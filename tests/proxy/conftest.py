@@ -9,19 +9,15 @@ nginx is a failure (as a missing Chromium is for the e2e tests).
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from e2e.conftest import (  # noqa: F401  (browser, new_tab: fixtures used here)
-    ROOT,
     RUN_COMMAND,
     Server,
     browser,
-    free_port,
     new_tab,
+    start_server,
     wait_healthy,
 )
 
@@ -48,16 +44,10 @@ def nginx_binary() -> str:
 @pytest.fixture(scope="session")
 def class_server(nginx_binary: str) -> Iterator[Server]:
     """Two Streamlit processes behind nginx; `port` is nginx's."""
-    port = free_port()
-    log = Path(tempfile.mkstemp(prefix=f"tinyformer-class-{port}-", suffix=".log")[1])
-    with open(log, "wb") as handle:
-        process = subprocess.Popen([*CLASS_COMMAND, "--port", str(port)], cwd=ROOT,
-                                   stdin=subprocess.DEVNULL, stdout=handle,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(port, process, log)
+    server = start_server(command=CLASS_COMMAND)
     try:
         wait_healthy(server)  # through nginx: it starts once every process answers
         yield server
     finally:
         server.stop()
-        log.unlink(missing_ok=True)
+        server.log.unlink(missing_ok=True)

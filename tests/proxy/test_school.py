@@ -10,69 +10,47 @@ browsers of a class spread over both.
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from e2e.conftest import ROOT, RUN_COMMAND, Server, free_port, wait_healthy
+from e2e.conftest import RUN_COMMAND, Server, start_server, wait_healthy
 
-from deploy import nginx
+from deploy import nginx, warm
 
 from .test_class_server import CLIENTS, get, sticky_cookie
 
 HOSTS = ("127.0.0.2", "127.0.0.3")
+# The class command as a proxy only: no local process, the upstreams are elsewhere.
+PROXY_COMMAND = [RUN_COMMAND[0], "dev.py", "class", "--processes", "0", "--show-upstream"]
 SECRET = "one-secret-for-every-machine-of-the-school"  # docs/deploy.md: the same everywhere
 
 
-def start(command: list[str], name: str, env: dict[str, str]) -> Server:
-    log = Path(tempfile.mkstemp(prefix=f"tinyformer-{name}-", suffix=".log")[1])
-    with open(log, "wb") as handle:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=handle, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    return Server(0, process, log)
-
-
-def wait_answering(host: str, port: int, server: Server, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert server.process.poll() is None, server.log_tail()
-        try:
-            with urllib.request.urlopen(f"http://{host}:{port}/_stcore/health", timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.2)
-    raise AssertionError(f"{host}:{port} did not answer: {server.log_tail()}")
+def app_machine(host: str, env: dict[str, str]) -> Server:
+    """`python3.11 dev.py run --address HOST --port ...`, as on one machine of a school."""
+    machine = start_server("--address", host, env=env)
+    if not warm.wait_healthy(host, machine.port, lambda: machine.process.poll() is None,
+                             timeout=120):
+        machine.stop()
+        raise AssertionError(f"{host}:{machine.port} did not answer: {machine.log_tail()}")
+    return machine
 
 
 @pytest.fixture(scope="module")
 def school(nginx_binary: str) -> Iterator[tuple[Server, list[str]]]:
     env = {**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": SECRET}
-    machines, upstreams = [], []
+    servers: list[Server] = []
     try:
-        for host in HOSTS:  # `python3.11 dev.py run --address ... --port ...` on each
-            port = free_port()
-            machine = start([*RUN_COMMAND, "--address", host, "--port", str(port)],
-                            f"school-{host}", env)
-            machines.append(machine)
-            wait_answering(host, port, machine)
-            upstreams.append(f"{host}:{port}")
-        port = free_port()
-        proxy = start([RUN_COMMAND[0], "dev.py", "class", "--processes", "0", "--port",
-                       str(port), "--show-upstream",
-                       *(arg for upstream in upstreams for arg in ("--upstream", upstream))],
-                      "school-proxy", env)
-        proxy.port = port
-        machines.append(proxy)
+        for host in HOSTS:
+            servers.append(app_machine(host, env))
+        upstreams = [f"{host}:{machine.port}" for host, machine in zip(HOSTS, servers,
+                                                                       strict=True)]
+        proxy = start_server(*(arg for upstream in upstreams for arg in ("--upstream", upstream)),
+                             command=PROXY_COMMAND, env=env)
+        servers.append(proxy)
         wait_healthy(proxy)
         yield proxy, upstreams
     finally:
-        for server in machines:
+        for server in servers:
             server.stop()
             server.log.unlink(missing_ok=True)
 
