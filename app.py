@@ -1,24 +1,12 @@
-"""tinyformer: the entry file and the overview page."""
+"""tinyformer's entry: the frame around every page (docs/architecture.md, "The frame").
 
-import streamlit as st
+The frame (ui/frame.py) draws what every page shares: language, navigation, presenter
+view, the stage's title, previous / next, sharing and downloads. Each file in pages/
+holds one stage's lesson and nothing else.
+"""
 
-from ui.i18n import t
-from ui.page import link_to, stage_page
-from ui.stages import PIPELINE, built
+from ui import frame
 
-PER_ROW = 5
-
-with stage_page("home"):
-    st.subheader(t("home.pipeline_title"))
-    for start in range(0, len(PIPELINE), PER_ROW):
-        steps = PIPELINE[start : start + PER_ROW]
-        for column, (step, stage_ids) in zip(st.columns(PER_ROW), steps, strict=False):
-            with column.container(border=True, height="stretch"):
-                st.markdown(f"**{t(f'home.step.{step}')}**")
-                st.caption(t(f"home.step_note.{step}"))
-                for page in filter(None, map(built, stage_ids)):
-                    link_to(page, t("home.open", n=page.number), icon=":material/arrow_forward:")
-    st.subheader(t("home.example_title"))
-    st.markdown(t("home.example"))
-    st.subheader(t("home.classroom_title"))
-    st.markdown(t("home.classroom"))
+page = frame.navigation()
+with frame.around(page):
+    page.run()

@@ -32,6 +32,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _navigation_from_app_py() -> None:
+    """Every run starts in app.py, whose st.navigation draws the frame.
+
+    Streamlit (measured on 1.67) decides once per process, at the first session, whether
+    the app uses its older pages/ convention: with a pages/ folder beside app.py and no
+    st.navigation seen yet, that first request runs the page it deep-links to on its
+    own, without app.py, so a teacher's shared link opened first after a restart would
+    show a page without its frame. The answer is ours to give: app.py always navigates.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     os.chdir(ROOT)  # Streamlit finds pages/ and .streamlit/ from the working directory
@@ -39,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
         threading.Thread(target=warm, name="tinyformer-warm-up", daemon=True,
                          args=(args.address, args.port, threading.main_thread().is_alive,
                                args.ready_file)).start()
+    _navigation_from_app_py()
     from streamlit.web.cli import main as streamlit_main
 
     streamlit_main(args=["run", "app.py", "--server.port", str(args.port),

@@ -16,7 +16,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import fold, part, section, stage_page
+from ui.page import fold, part, section
 from ui.reveal import Stepper
 
 WORDS = ("苹果", "梨", "动漫")
@@ -76,75 +76,74 @@ def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:
     return go.Figure(data=traces, layout=layout)
 
 
-with stage_page("embeddings"):
-    gloss(WORDS)
-    @part
-    def plane() -> None:
-        section(t("embeddings.plane_title"))
-        st.markdown(t("embeddings.plane_lead"))
-        choice_exercise("unrelated", t("embeddings.ex_choice"),
-                        [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
-                        correct=1, explanation=t("embeddings.ex_choice_explain"))
-        axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
-        left, middle, right = st.columns([4, 4, 3])  # inputs, their picture, one worked cosine
-        with left:
-            emb = matrix_input("E", t("embeddings.plane_input"), PLANE, rows=3, bound=BOUND,
-                               sliders=True, slider_range=(-BOUND, BOUND),
-                               slider_labels=[f"{w} · {a}" for w in WORDS for a in axes],
-                               help=t("embeddings.plane_help", bound=num(BOUND, 0)))
-            with st.container(horizontal=True):
-                for name in PRESETS:
-                    st.button(t(f"embeddings.preset_{name}"), on_click=use_preset, args=(name,))
-        with middle:
-            vectors(dict(zip(WORDS, emb.tolist(), strict=True)), key="plane", colours=COLOURS,
-                    x_title=axes[0], y_title=axes[1], height=380, decimals=2,
-                    reach=max(1.5, 1.5 * float(emb.abs().max())))
-        cos = cosine_table(emb)
-        with right:
-            worked_pair(cos, Stepper("hand", [t(f"embeddings.step_{k}")
-                                              for k in ("dot", "norms", "cos", "angle")]))
-        if (cos.norms == 0).any():
-            st.error(t("embeddings.zero_vector", words="、".join(
-                w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))
-        else:
-            number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
-                            explain.formula(t("embeddings.ex_number_steps"), cos_latex(cos, 1, 2)))
-        fold(t("embeddings.cos_table"))
-        def explain_cos(i: int, j: int) -> str:
-            return explain.formula(t("embeddings.cell_cos", a=WORDS[i], b=WORDS[j]),
-                                   cos_latex(cos, i, j))
-        left, right = st.columns(2)
-        with left:
-            heatmap(cos.cosine, WORDS, WORDS, key="cos_map", explain=explain_cos, zmin=-1, zmax=1,
-                    colorscale="RdBu", height=240, title=t("embeddings.cos_table"))
-        with right:
-            heatmap(cos.degrees, WORDS, WORDS, key="angle_map", explain=explain_cos, zmin=0,
-                    zmax=180, colorscale="Purples", decimals=1, height=240,
-                    title=t("embeddings.angle_table"))
-        st.markdown(t("embeddings.which_is_which"))
-        st.caption(t("embeddings.real_widths"))
-    plane()
-    @part
-    def whitening() -> None:
-        section(t("embeddings.whiten_title"))
-        st.markdown(t("embeddings.whiten_lead"))
-        with st.container(horizontal=True, vertical_alignment="bottom"):
-            points = number("pts", t("embeddings.points_label"), 20, 500, 200, step=10,
-                            gesture="slider")
-            seed = number("seed", t("embeddings.seed_label"), 0, 9999, 0)
-        with shown_errors():
-            white = whiten(cloud := anisotropic_cloud(points, torch.Generator().manual_seed(seed)))
-            st.caption(t("embeddings.cloud_note"))
-            before, after = st.columns(2)
-            before.metric(t("embeddings.mean_cos_before"), num(mean_pairwise_cosine(cloud)))
-            after.metric(t("embeddings.mean_cos_after"), num(mean_pairwise_cosine(white.whitened)))
-            st.plotly_chart(clouds_figure(cloud, white.whitened), config={"displayModeBar": False},
-                            width="stretch", key="_embeddings.clouds")
-            formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
-                    rf"\begin{{gathered}}\mu = {latex_vec(white.mean)},\quad "
-                    rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
-                    rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
-            with st.expander(t("embeddings.whiten_check")):
-                st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
-        st.info(t("embeddings.whiten_when"), icon=":material/schedule:")
-    whitening()
+gloss(WORDS)
+@part
+def plane() -> None:
+    section(t("embeddings.plane_title"))
+    st.markdown(t("embeddings.plane_lead"))
+    choice_exercise("unrelated", t("embeddings.ex_choice"),
+                    [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
+                    correct=1, explanation=t("embeddings.ex_choice_explain"))
+    axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
+    left, middle, right = st.columns([4, 4, 3])  # inputs, their picture, one worked cosine
+    with left:
+        emb = matrix_input("E", t("embeddings.plane_input"), PLANE, rows=3, bound=BOUND,
+                           sliders=True, slider_range=(-BOUND, BOUND),
+                           slider_labels=[f"{w} · {a}" for w in WORDS for a in axes],
+                           help=t("embeddings.plane_help", bound=num(BOUND, 0)))
+        with st.container(horizontal=True):
+            for name in PRESETS:
+                st.button(t(f"embeddings.preset_{name}"), on_click=use_preset, args=(name,))
+    with middle:
+        vectors(dict(zip(WORDS, emb.tolist(), strict=True)), key="plane", colours=COLOURS,
+                x_title=axes[0], y_title=axes[1], height=380, decimals=2,
+                reach=max(1.5, 1.5 * float(emb.abs().max())))
+    cos = cosine_table(emb)
+    with right:
+        worked_pair(cos, Stepper("hand", [t(f"embeddings.step_{k}")
+                                          for k in ("dot", "norms", "cos", "angle")]))
+    if (cos.norms == 0).any():
+        st.error(t("embeddings.zero_vector", words="、".join(
+            w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))
+    else:
+        number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
+                        explain.formula(t("embeddings.ex_number_steps"), cos_latex(cos, 1, 2)))
+    fold(t("embeddings.cos_table"))
+    def explain_cos(i: int, j: int) -> str:
+        return explain.formula(t("embeddings.cell_cos", a=WORDS[i], b=WORDS[j]),
+                               cos_latex(cos, i, j))
+    left, right = st.columns(2)
+    with left:
+        heatmap(cos.cosine, WORDS, WORDS, key="cos_map", explain=explain_cos, zmin=-1, zmax=1,
+                colorscale="RdBu", height=240, title=t("embeddings.cos_table"))
+    with right:
+        heatmap(cos.degrees, WORDS, WORDS, key="angle_map", explain=explain_cos, zmin=0,
+                zmax=180, colorscale="Purples", decimals=1, height=240,
+                title=t("embeddings.angle_table"))
+    st.markdown(t("embeddings.which_is_which"))
+    st.caption(t("embeddings.real_widths"))
+plane()
+@part
+def whitening() -> None:
+    section(t("embeddings.whiten_title"))
+    st.markdown(t("embeddings.whiten_lead"))
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        points = number("pts", t("embeddings.points_label"), 20, 500, 200, step=10,
+                        gesture="slider")
+        seed = number("seed", t("embeddings.seed_label"), 0, 9999, 0)
+    with shown_errors():
+        white = whiten(cloud := anisotropic_cloud(points, torch.Generator().manual_seed(seed)))
+        st.caption(t("embeddings.cloud_note"))
+        before, after = st.columns(2)
+        before.metric(t("embeddings.mean_cos_before"), num(mean_pairwise_cosine(cloud)))
+        after.metric(t("embeddings.mean_cos_after"), num(mean_pairwise_cosine(white.whitened)))
+        st.plotly_chart(clouds_figure(cloud, white.whitened), config={"displayModeBar": False},
+                        width="stretch", key="_embeddings.clouds")
+        formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
+                rf"\begin{{gathered}}\mu = {latex_vec(white.mean)},\quad "
+                rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
+                rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
+        with st.expander(t("embeddings.whiten_check")):
+            st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
+    st.info(t("embeddings.whiten_when"), icon=":material/schedule:")
+whitening()

@@ -13,7 +13,7 @@ from ui.fmt import num, plain
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
@@ -29,13 +29,13 @@ def classroom() -> tuple[list[str], list[str], dict[int, ngram.NGramModel]]:
 
 
 def counted(key: str, count: int) -> str:  # "1 character", "3 characters"
-    return t(f"ngram.{key}_{'one' if count == 1 else 'many'}", count=f"{count:,}")
+    return t(f"ngrams.{key}_{'one' if count == 1 else 'many'}", count=f"{count:,}")
 
 
 def p_latex(step: ngram.Probability) -> str:  # P(漫 | 看动) = 4/6 = 0.667
     given = rf" \mid \text{{{''.join(step.context)}}}" if step.context else ""
     value = rf"\frac{{{step.count}}}{{{step.total}}} = {num(step.probability)}" if step.seen \
-        else rf"\frac{{0}}{{0}}\ \text{{{t('ngram.no_counts')}}}"
+        else rf"\frac{{0}}{{0}}\ \text{{{t('ngrams.no_counts')}}}"
     return rf"P(\text{{{step.token}}}{given}) = {value}"
 
 
@@ -47,104 +47,103 @@ def cannot_predict(model: ngram.NGramModel, ctx: str, vocab: list[str]) -> str |
     """Why this model has no prediction after ctx, or None when it has one."""
     read, _ = model.window(ctx)
     if len(read) < model.n - 1:
-        return t("ngram.too_short", context=counted("chars", model.n - 1),
+        return t("ngrams.too_short", context=counted("chars", model.n - 1),
                  got=counted("chars", len(ctx)))
     if unknown := [c for c in dict.fromkeys(read) if c not in vocab]:
-        return t("ngram.unknown_in", chars=quote(unknown), v=len(vocab))
-    return None if model.counts(ctx) else t("ngram.unseen_context", used=plain("".join(read)))
+        return t("ngrams.unknown_in", chars=quote(unknown), v=len(vocab))
+    return None if model.counts(ctx) else t("ngrams.unseen_context", used=plain("".join(read)))
 
 
-with stage_page("ngram"):
-    seqs, vocab, model = classroom()
-    gloss(["看", "动", "漫", "物", "动漫", "动物", "吃", "苹果", "梨"])
-    def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
-        section(t("ngram.count_title"))
-        left, right = st.columns([2, 3])  # inputs left, their counts right (a projector's width)
-        with left:
-            n = number("n", t("ngram.n_label"), 1, MAX_N, 2, gesture="slider")
-            ctx = text("ctx", t("ngram.ctx_label"), "看动", MAX_CONTEXT,
-                       help=t("ngram.ctx_help", limit=MAX_CONTEXT))
-            context = counted("chars", n - 1)
-            read, cut = (plain("".join(piece)) for piece in model[n].window(ctx))
-            st.markdown(t("ngram.window", name=t(f"ngram.order_{n}"), n=n, context=context,
-                          used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
-        with right:
-            steps = Stepper("hand", labels := [t("ngram.step_count"), t("ngram.step_divide")])
-            if problem := cannot_predict(model[n], ctx, vocab):
-                st.warning(problem)
-            else:
-                found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
-                total = found[0].total
-                st.markdown(f"**1 · {labels[0]}** — " + t("ngram.count_total", total=total))
-                cols = {"next": [s.token for s in found], "count": [s.count for s in found],
-                        "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
-                st.table({t(f"ngram.col_{k}"): v for k, v in [*cols.items()][:2 + steps.shows(2)]})
-                if steps.shows(2):
-                    st.markdown(f"**2 · {labels[1]}** — " + t("ngram.divide_by", total=total))
-                    formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
-                            STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
-        st.markdown(t("ngram.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
-        st.expander(t("ngram.corpus_show")).text("\n".join(seqs))
-        tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
-        number_exercise("trigram", t("ngram.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
-                        tri.probability, explain.formula(t("ngram.ex_number_steps"), p_latex(tri)))
-        rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
-        columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
-        def explain_order(i: int, j: int) -> str:
-            step = model[i + 1].explain(ctx, columns[j])
-            lead = t("ngram.cell_order", name=t(f"ngram.order_{i + 1}"),
-                     used="".join(step.context)) if i else t("ngram.cell_unigram")
-            return cannot_predict(model[i + 1], ctx, vocab) or explain.formula(lead, p_latex(step))
-        heatmap([[r.get(w, 0.0 if r else float("nan")) for w in columns] for r in rows], columns,
-                [f"n={k} · {t(f'ngram.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
-                 for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
-                title=t("ngram.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
-        st.caption(t("ngram.article_names"))
-        section(t("ngram.limits_title"), folded=True)
-        pear = model[2].explain("吃", "梨")
-        choice_exercise("pear", t("ngram.ex_choice"),
-                        [t("ngram.ex_zero"), t("ngram.ex_like_apple"), t("ngram.ex_needs_more")],
-                        correct=0, explanation=t("ngram.ex_choice_explain", count=pear.count,
-                                                 total=pear.total, p=num(pear.probability)))
-        st.markdown(f"**1 · {t('ngram.sparse_title')}**")
-        for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
-            with col:
-                phrase = text(name, t("ngram.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
-                missing = [c for c in dict.fromkeys(phrase) if c not in vocab]
-                if len(phrase) < 2 or missing:
-                    st.error(t("ngram.unknown_in", chars=quote(missing), v=len(vocab)) if missing
-                             else t("ngram.phrase_short"))
-                    continue
-                chain = model[2].chain(phrase)
-                st.markdown(t("ngram.phrase_count", phrase=plain(phrase),
-                              times=counted("times", ngram.phrase_count(seqs, phrase))))
-                st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
-                st.markdown(t("ngram.chain", p=num(chain.probability)))
-        st.info(t("ngram.share_nothing"), icon=":material/link_off:")
-        st.markdown(t("ngram.window_text", n=n, context=context))
-    part(counting)(seqs, vocab, model)  # reruns alone when one of its own inputs changes
-    st.markdown(f"**3 · {t('ngram.size_title')}**")
-    v_size = number("V", t("ngram.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
-                    ngram.MAX_TABLE_VOCAB, 100_000)
-    tn = number("tn", t("ngram.tn_label"), 1, ngram.MAX_TABLE_ORDER, 5, gesture="slider")
-    size, cover = ngram.table_size(v_size, tn), ngram.coverage(seqs, tn)  # both bounded
-    value = f"= {size.entries:,}" if size.exponent < 6 else f"= 10^{{{size.exponent}}}" \
-        if size.power_of_ten else rf"\approx {num(size.mantissa)} \times 10^{{{size.exponent}}}"
-    formula(rf"\text{{{t('ngram.table_symbol')}}} = V^{{\,n}}",
-            rf"{v_size:,}^{{{tn}}} {value}".replace(",", "{,}"))
-    st.markdown(t("ngram.size_exact", size=f"{size.entries:,}"))
-    share = num(100 * cover.share, 2) if cover.share >= 1e-4 else "< 0.01"
-    st.caption(t("ngram.size_corpus", v=cover.vocab_size, n=tn, possible=f"{cover.possible:,}",
-                 seen=f"{cover.seen:,}", pct=share))
-    section(t("ngram.onehot_title"))
-    st.markdown(t("ngram.onehot_lead", v=f"{v_size:,}", components=counted("components", v_size)))
-    hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
-    left, right = st.columns(2)
-    left.table(matrix_frame(hot.vectors, WORDS, WORDS, decimals=0))
+seqs, vocab, model = classroom()
+gloss(["看", "动", "漫", "物", "动漫", "动物", "吃", "苹果", "梨"])
+def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
+    section(t("ngrams.count_title"))
+    left, right = st.columns([2, 3])  # inputs left, their counts right (a projector's width)
+    with left:
+        n = number("n", t("ngrams.n_label"), 1, MAX_N, 2, gesture="slider")
+        ctx = text("ctx", t("ngrams.ctx_label"), "看动", MAX_CONTEXT,
+                   help=t("ngrams.ctx_help", limit=MAX_CONTEXT))
+        context = counted("chars", n - 1)
+        read, cut = (plain("".join(piece)) for piece in model[n].window(ctx))
+        st.markdown(t("ngrams.window", name=t(f"ngrams.order_{n}"), n=n, context=context,
+                      used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
     with right:
-        heatmap(hot.dots, WORDS, WORDS, key="onehot_dots", zmin=0, zmax=1, decimals=0,
-                height=240, explain=lambda i, j: explain.dot(
-                    t("ngram.cell_dot", a=WORDS[i], b=WORDS[j]),
-                    rf"e_{{\text{{{WORDS[i]}}}}} \cdot e_{{\text{{{WORDS[j]}}}}}",
-                    hot.vectors[i], hot.vectors[j], float(hot.dots[i, j]), decimals=0))
-    st.markdown(t("ngram.onehot_next"))
+        steps = Stepper("hand", labels := [t("ngrams.step_count"), t("ngrams.step_divide")])
+        if problem := cannot_predict(model[n], ctx, vocab):
+            st.warning(problem)
+        else:
+            found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
+            total = found[0].total
+            st.markdown(f"**1 · {labels[0]}** — " + t("ngrams.count_total", total=total))
+            cols = {"next": [s.token for s in found], "count": [s.count for s in found],
+                    "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
+            st.table({t(f"ngrams.col_{k}"): v for k, v in [*cols.items()][:2 + steps.shows(2)]})
+            if steps.shows(2):
+                st.markdown(f"**2 · {labels[1]}** — " + t("ngrams.divide_by", total=total))
+                formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
+                        STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
+    st.markdown(t("ngrams.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
+    st.expander(t("ngrams.corpus_show")).text("\n".join(seqs))
+    tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
+    number_exercise("trigram", t("ngrams.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
+                    tri.probability, explain.formula(t("ngrams.ex_number_steps"), p_latex(tri)))
+    rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
+    columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
+    def explain_order(i: int, j: int) -> str:
+        step = model[i + 1].explain(ctx, columns[j])
+        lead = t("ngrams.cell_order", name=t(f"ngrams.order_{i + 1}"),
+                 used="".join(step.context)) if i else t("ngrams.cell_unigram")
+        return cannot_predict(model[i + 1], ctx, vocab) or explain.formula(lead, p_latex(step))
+    heatmap([[r.get(w, 0.0 if r else float("nan")) for w in columns] for r in rows], columns,
+            [f"n={k} · {t(f'ngrams.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
+             for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
+            title=t("ngrams.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
+    st.caption(t("ngrams.article_names"))
+    section(t("ngrams.limits_title"), folded=True)
+    pear = model[2].explain("吃", "梨")
+    choice_exercise("pear", t("ngrams.ex_choice"),
+                    [t("ngrams.ex_zero"), t("ngrams.ex_like_apple"), t("ngrams.ex_needs_more")],
+                    correct=0, explanation=t("ngrams.ex_choice_explain", count=pear.count,
+                                             total=pear.total, p=num(pear.probability)))
+    st.markdown(f"**1 · {t('ngrams.sparse_title')}**")
+    for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
+        with col:
+            phrase = text(name, t("ngrams.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
+            missing = [c for c in dict.fromkeys(phrase) if c not in vocab]
+            if len(phrase) < 2 or missing:
+                st.error(t("ngrams.unknown_in", chars=quote(missing), v=len(vocab)) if missing
+                         else t("ngrams.phrase_short"))
+                continue
+            chain = model[2].chain(phrase)
+            st.markdown(t("ngrams.phrase_count", phrase=plain(phrase),
+                          times=counted("times", ngram.phrase_count(seqs, phrase))))
+            st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
+            st.markdown(t("ngrams.chain", p=num(chain.probability)))
+    st.info(t("ngrams.share_nothing"), icon=":material/link_off:")
+    st.markdown(t("ngrams.window_text", n=n, context=context))
+part(counting)(seqs, vocab, model)  # reruns alone when one of its own inputs changes
+st.markdown(f"**3 · {t('ngrams.size_title')}**")
+v_size = number("V", t("ngrams.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
+                ngram.MAX_TABLE_VOCAB, 100_000)
+tn = number("tn", t("ngrams.tn_label"), 1, ngram.MAX_TABLE_ORDER, 5, gesture="slider")
+size, cover = ngram.table_size(v_size, tn), ngram.coverage(seqs, tn)  # both bounded
+value = f"= {size.entries:,}" if size.exponent < 6 else f"= 10^{{{size.exponent}}}" \
+    if size.power_of_ten else rf"\approx {num(size.mantissa)} \times 10^{{{size.exponent}}}"
+formula(rf"\text{{{t('ngrams.table_symbol')}}} = V^{{\,n}}",
+        rf"{v_size:,}^{{{tn}}} {value}".replace(",", "{,}"))
+st.markdown(t("ngrams.size_exact", size=f"{size.entries:,}"))
+share = num(100 * cover.share, 2) if cover.share >= 1e-4 else "< 0.01"
+st.caption(t("ngrams.size_corpus", v=cover.vocab_size, n=tn, possible=f"{cover.possible:,}",
+             seen=f"{cover.seen:,}", pct=share))
+section(t("ngrams.onehot_title"))
+st.markdown(t("ngrams.onehot_lead", v=f"{v_size:,}", components=counted("components", v_size)))
+hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
+left, right = st.columns(2)
+left.table(matrix_frame(hot.vectors, WORDS, WORDS, decimals=0))
+with right:
+    heatmap(hot.dots, WORDS, WORDS, key="onehot_dots", zmin=0, zmax=1, decimals=0,
+            height=240, explain=lambda i, j: explain.dot(
+                t("ngrams.cell_dot", a=WORDS[i], b=WORDS[j]),
+                rf"e_{{\text{{{WORDS[i]}}}}} \cdot e_{{\text{{{WORDS[j]}}}}}",
+                hot.vectors[i], hot.vectors[j], float(hot.dots[i, j]), decimals=0))
+st.markdown(t("ngrams.onehot_next"))

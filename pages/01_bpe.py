@@ -17,7 +17,7 @@ from ui.fmt import plain
 from ui.i18n import t
 from ui.inputs import number
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
 PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
@@ -54,79 +54,78 @@ def bpe_row(name: str, enc: BPEEncoding) -> tuple:
     return name, enc.display, enc.ids, enc.byte_spans, enc.partial, PALETTE[2]
 
 
-with stage_page("bpe"):
-    bpe = corpus_bpe()
-    section(t("bpe.cut_title"))
-    sentence = question_box("text", t("bpe.text_label", limit=MAX_LEN), MAX_LEN)
-    cuts = None
-    with shown_errors():
-        cuts = compare_cuts(sentence)
-        chars, pieces = cuts.chars, cuts.bpe
-        st.markdown(t("bpe.cut_lead", v=cuts.char_vocab, n=len(chars.ids), b=cuts.bpe_vocab,
-                      m=len(pieces.ids)))
-        byte_figure("bytes", cuts.n_bytes, (t("bpe.by_chars"), chars.tokens, chars.ids,
-                                            cuts.char_spans, [False] * len(chars.ids),
-                                            PALETTE[0]), bpe_row(t("bpe.by_bpe"), pieces))
-        for index, covering in cuts.bpe.split_chars()[:1]:  # one example is enough
-            st.caption(t("bpe.partial_note", char=plain(sentence[index]),
-                         hex=hex_bytes(sentence[index].encode()),
-                         parts=" + ".join(plain(pieces.display[i]) for i in covering)))
-        if chars.unknown:
-            where = " · ".join(f"「{plain(c)}」 → " + " ".join(plain(pieces.display[i]) for i in
-                               pieces.covering(sentence.index(c))) for c in chars.unknown)
-            st.warning(t("bpe.unknown", id=UNK_ID, where=where), icon=":material/help:")
-        with st.expander(t("bpe.as_tables"), expanded=True):
-            st.markdown(f"**{t('bpe.by_chars')}** · {t('bpe.count', n=len(chars.ids))}")
-            cut_table(chars.tokens, chars.ids)
-            st.markdown(f"**{t('bpe.by_bpe')}** · {t('bpe.count', n=len(pieces.ids))}")
-            cut_table(pieces.display, pieces.ids, {t("bpe.row_bytes"): list(pieces.hex)})
-        st.markdown(t("bpe.round_trip", text=plain(sentence), bpe=plain(cuts.bpe_decoded),
-                      chars=plain(cuts.char_decoded),
-                      bpe_ok=t(f"bpe.same_{cuts.bpe_round_trip}"),
-                      chars_ok=t(f"bpe.same_{cuts.char_round_trip}")))
+bpe = corpus_bpe()
+section(t("bpe.cut_title"))
+sentence = question_box("text", t("bpe.text_label", limit=MAX_LEN), MAX_LEN)
+cuts = None
+with shown_errors():
+    cuts = compare_cuts(sentence)
+    chars, pieces = cuts.chars, cuts.bpe
+    st.markdown(t("bpe.cut_lead", v=cuts.char_vocab, n=len(chars.ids), b=cuts.bpe_vocab,
+                  m=len(pieces.ids)))
+    byte_figure("bytes", cuts.n_bytes, (t("bpe.by_chars"), chars.tokens, chars.ids,
+                                        cuts.char_spans, [False] * len(chars.ids),
+                                        PALETTE[0]), bpe_row(t("bpe.by_bpe"), pieces))
+    for index, covering in cuts.bpe.split_chars()[:1]:  # one example is enough
+        st.caption(t("bpe.partial_note", char=plain(sentence[index]),
+                     hex=hex_bytes(sentence[index].encode()),
+                     parts=" + ".join(plain(pieces.display[i]) for i in covering)))
+    if chars.unknown:
+        where = " · ".join(f"「{plain(c)}」 → " + " ".join(plain(pieces.display[i]) for i in
+                           pieces.covering(sentence.index(c))) for c in chars.unknown)
+        st.warning(t("bpe.unknown", id=UNK_ID, where=where), icon=":material/help:")
+    with st.expander(t("bpe.as_tables"), expanded=True):
+        st.markdown(f"**{t('bpe.by_chars')}** · {t('bpe.count', n=len(chars.ids))}")
+        cut_table(chars.tokens, chars.ids)
+        st.markdown(f"**{t('bpe.by_bpe')}** · {t('bpe.count', n=len(pieces.ids))}")
+        cut_table(pieces.display, pieces.ids, {t("bpe.row_bytes"): list(pieces.hex)})
+    st.markdown(t("bpe.round_trip", text=plain(sentence), bpe=plain(cuts.bpe_decoded),
+                  chars=plain(cuts.char_decoded),
+                  bpe_ok=t(f"bpe.same_{cuts.bpe_round_trip}"),
+                  chars_ok=t(f"bpe.same_{cuts.char_round_trip}")))
 
-    # --- What BPE learned: its merges, in the order it learned them ----------------------
-    first = bpe.merges[0]
-    choice_exercise("first", t("bpe.ex_question", left=plain(first.left_display),
-                                right=plain(first.right_display)),
-                    [t("bpe.ex_a"), t("bpe.ex_b"), t("bpe.ex_c"), t("bpe.ex_d")], correct=0,
-                    explanation=t("bpe.ex_explain"))
-    section(t("bpe.merges_title"), folded=True)
-    st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
-    run = merge_run(bpe, sentence) if cuts else None
-    st.dataframe(pd.DataFrame({
-        t("bpe.col_left"): [m.left_display for m in bpe.merges],
-        t("bpe.col_right"): [m.right_display for m in bpe.merges],
-        t("bpe.col_merged"): [m.merged_display for m in bpe.merges],
-        t("bpe.col_uses"): list(run.uses) if run else [0] * len(bpe.merges),
-    }).rename_axis(t("bpe.col_rank")), height=320, width="stretch")
+# --- What BPE learned: its merges, in the order it learned them ----------------------
+first = bpe.merges[0]
+choice_exercise("first", t("bpe.ex_question", left=plain(first.left_display),
+                            right=plain(first.right_display)),
+                [t("bpe.ex_a"), t("bpe.ex_b"), t("bpe.ex_c"), t("bpe.ex_d")], correct=0,
+                explanation=t("bpe.ex_explain"))
+section(t("bpe.merges_title"), folded=True)
+st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
+run = merge_run(bpe, sentence) if cuts else None
+st.dataframe(pd.DataFrame({
+    t("bpe.col_left"): [m.left_display for m in bpe.merges],
+    t("bpe.col_right"): [m.right_display for m in bpe.merges],
+    t("bpe.col_merged"): [m.merged_display for m in bpe.merges],
+    t("bpe.col_uses"): list(run.uses) if run else [0] * len(bpe.merges),
+}).rename_axis(t("bpe.col_rank")), height=320, width="stretch")
 
-    # --- The merges one by one on the sentence ---------------------------------------------
-    @part
-    def merges_one_by_one(sentence: str, cuts, run) -> None:
-        number_exercise("bytes", t("bpe.ex2_question"), cuts.n_bytes, t(
-            "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in cuts.char_spans),
-            n=cuts.n_bytes), tolerance=0, decimals=0)
-        section(t("bpe.steps_title"))
-        k = number("k", t("bpe.k_label", k=len(bpe.merges)), 0, len(bpe.merges), 0,
-                   gesture="both")
-        now = bpe.first_merges(k).encode(sentence)
-        st.markdown(t("bpe.after_k", k=k, n=len(now.ids), bytes=cuts.n_bytes))
-        if k:
-            merge = bpe.merges[k - 1]
-            st.markdown(t("bpe.last_merge", rank=k - 1, left=plain(merge.left_display),
-                          right=plain(merge.right_display), merged=plain(merge.merged_display),
-                          uses=t("bpe.uses", n=run.uses[k - 1]) if run.uses[k - 1]
-                          else t("bpe.unused")))
-        byte_figure("steps", cuts.n_bytes, bpe_row(t("bpe.first_k", k=k), now),
-                    bpe_row(t("bpe.by_bpe"), cuts.bpe))
-        with st.expander(t("bpe.as_table")):
-            cut_table(now.display, now.ids)
-        lines(list(range(len(run.counts))), {t("bpe.tokens"): run.counts}, key="curve",
-              x_title=t("bpe.k_axis"), y_title=t("bpe.tokens"), marks={f"k = {k}": k},
-              table=False, height=260, decimals=0)
-        st.caption(t("bpe.used", ranks=", ".join(map(str, run.used)), n=len(run.used),
-                     k=len(bpe.merges)))
-    if cuts is not None:
-        merges_one_by_one(sentence, cuts, run)
-    st.info(t("bpe.model_note"), icon=":material/lightbulb:")
+# --- The merges one by one on the sentence ---------------------------------------------
+@part
+def merges_one_by_one(sentence: str, cuts, run) -> None:
+    number_exercise("bytes", t("bpe.ex2_question"), cuts.n_bytes, t(
+        "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in cuts.char_spans),
+        n=cuts.n_bytes), tolerance=0, decimals=0)
+    section(t("bpe.steps_title"))
+    k = number("k", t("bpe.k_label", k=len(bpe.merges)), 0, len(bpe.merges), 0,
+               gesture="both")
+    now = bpe.first_merges(k).encode(sentence)
+    st.markdown(t("bpe.after_k", k=k, n=len(now.ids), bytes=cuts.n_bytes))
+    if k:
+        merge = bpe.merges[k - 1]
+        st.markdown(t("bpe.last_merge", rank=k - 1, left=plain(merge.left_display),
+                      right=plain(merge.right_display), merged=plain(merge.merged_display),
+                      uses=t("bpe.uses", n=run.uses[k - 1]) if run.uses[k - 1]
+                      else t("bpe.unused")))
+    byte_figure("steps", cuts.n_bytes, bpe_row(t("bpe.first_k", k=k), now),
+                bpe_row(t("bpe.by_bpe"), cuts.bpe))
+    with st.expander(t("bpe.as_table")):
+        cut_table(now.display, now.ids)
+    lines(list(range(len(run.counts))), {t("bpe.tokens"): run.counts}, key="curve",
+          x_title=t("bpe.k_axis"), y_title=t("bpe.tokens"), marks={f"k = {k}": k},
+          table=False, height=260, decimals=0)
+    st.caption(t("bpe.used", ranks=", ".join(map(str, run.used)), n=len(run.used),
+                 k=len(bpe.merges)))
+if cuts is not None:
+    merges_one_by_one(sentence, cuts, run)
+st.info(t("bpe.model_note"), icon=":material/lightbulb:")

@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_page
+from ui.page import fold, part, section
 
 MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
 cell = explain.cell_name
@@ -44,100 +44,99 @@ def p_cell(i: int, j: int, value, kind: str, d: int) -> str:
                            rf"{i} / 10000^{{{j - j % 2}/{d}}}\right) = {num(value)}")
 
 
-with stage_page("tokens"):
-    vocab = CharVocab.from_corpus(corpus_text())  # 184 characters: ~0.02 ms a run
-    # --- 1. Text to token IDs ---------------------------------------------------------
-    section(t("tokens.ids_title"))
-    sentence = question_box("text", t("tokens.text_label", limit=MAX_LEN), MAX_LEN)
-    enc = vocab.encode(sentence)
-    labels, n = list(enc.tokens), len(enc.ids)
-    if enc.unknown:
-        st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
-                     id=UNK_ID), icon=":material/help:")
-    if n:
-        st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
-                              index=[t("tokens.row_token"), t("tokens.row_id")]))
-    st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
-    with st.expander(t("tokens.vocab_all", v=len(vocab))):
-        st.dataframe(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID"))
-    # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
-    choice_exercise("rows", t("tokens.ex_question"), [t(f"tokens.ex_{k}") for k in "abcd"],
-                    correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
-    fold(t("tokens.lookup_title"))
-    @part
-    def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None:
-        section(t("tokens.lookup_title"))
-        c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
-        with c_d:
-            d = number("d", t("tokens.d_label"), 4, 16, 8, gesture="slider")
-        with c_seed:
-            seed = number("seed", t("tokens.seed_label"), 0, 999, 0)
-        with c_sin:
-            kind = "sinusoidal" if toggle("sin", t("tokens.sin_label"), False) else "learned"
-        random_weights_note()
-        E, P = random_table(len(vocab), d, seed), position_table(kind, MAX_LEN, d, seed)  # ~0.1 ms
-        with shown_errors():
-            tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
-            used = sorted(set(enc.ids))
-            st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n))
-            side_by_side(
-                (t("tokens.e_table", k=len(used), v=len(vocab)), E[used],
-                 [f"{i} · {vocab.tokens[i]}" for i in used], "e_map", lambda r, j: looked_up(
-                     t("tokens.cell_table", id=used[r], tok=vocab.tokens[used[r]]),
-                     [cell("E", used[r], j)], E[used[r], j])),
-                (t("tokens.x_table", n=n, d=d), tr.rows, labels, "x_map", lambda i, j: looked_up(
-                    t("tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i]),
-                    [cell("X", i, j), cell("E", enc.ids[i], j)], tr.rows[i, j])))
-            lookups = [f"x_{{{i}}} = E[{enc.ids[i]}]" for i in range(n)]  # x_0, x_1, ..., x_N-1
-            lookups = lookups if n <= 3 else [*lookups[:2], r"\ldots", lookups[-1]]
-            formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
-                    r",\ ".join(lookups) + rf",\quad X \in \mathbb{{R}}^{{{n} \times {d}}}")
-            section(t("tokens.pos_title"))
-            st.markdown(t(f"tokens.pos_lead_{kind}", rows=MAX_LEN))
-            side_by_side(
-                (t("tokens.p_table", n=n, d=d), tr.positions,
-                 [t("tokens.pos_n", i=i) for i in range(n)], "p_map",
-                 lambda i, j: p_cell(i, j, tr.positions[i, j], kind, d)),
-                (t("tokens.sum_table", n=n, d=d), tr.summed, labels, "sum_map",
-                 lambda i, j: explain.sum_of(t("tokens.cell_sum", i=i, tok=labels[i]),
-                                             cell("(X+P)", i, j), [tr.rows[i, j],
-                                             tr.positions[i, j]], tr.summed[i, j])))
-            formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
-                    rf"(X + P)_{{0,0}} = E_{{{enc.ids[0]},0}} + P_{{0,0}} = {num(tr.rows[0, 0])} + "
-                    rf"{term(tr.positions[0, 0], 3)} = {num(tr.summed[0, 0])}")
-        q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
-        same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
-                          q2.tokens, embed(torch.tensor(q2.ids), E, P))
-        yun, pa, pb, gap = same.ids[0], same.start_a, same.start_b, same.difference[0, 0]
-        number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
-            t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + "
-            rf"P_{{{pb},0}}) = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)}"
-            rf" = {num(gap)}"))
-        section(t("tokens.same_title"))
-        st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
-        view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
-        twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
-                for tok, _, w, pos in view.rows]
+vocab = CharVocab.from_corpus(corpus_text())  # 184 characters: ~0.02 ms a run
+# --- 1. Text to token IDs ---------------------------------------------------------
+section(t("tokens.ids_title"))
+sentence = question_box("text", t("tokens.text_label", limit=MAX_LEN), MAX_LEN)
+enc = vocab.encode(sentence)
+labels, n = list(enc.tokens), len(enc.ids)
+if enc.unknown:
+    st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
+                 id=UNK_ID), icon=":material/help:")
+if n:
+    st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
+                          index=[t("tokens.row_token"), t("tokens.row_id")]))
+st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
+with st.expander(t("tokens.vocab_all", v=len(vocab))):
+    st.dataframe(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID"))
+# --- 2. Each ID selects a row: X [N, d] --------------------------------------------
+choice_exercise("rows", t("tokens.ex_question"), [t(f"tokens.ex_{k}") for k in "abcd"],
+                correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
+fold(t("tokens.lookup_title"))
+@part
+def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None:
+    section(t("tokens.lookup_title"))
+    c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
+    with c_d:
+        d = number("d", t("tokens.d_label"), 4, 16, 8, gesture="slider")
+    with c_seed:
+        seed = number("seed", t("tokens.seed_label"), 0, 999, 0)
+    with c_sin:
+        kind = "sinusoidal" if toggle("sin", t("tokens.sin_label"), False) else "learned"
+    random_weights_note()
+    E, P = random_table(len(vocab), d, seed), position_table(kind, MAX_LEN, d, seed)  # ~0.1 ms
+    with shown_errors():
+        tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
+        used = sorted(set(enc.ids))
+        st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n))
         side_by_side(
-            (t("tokens.before"), view.before, twin, "before_map", lambda r, j: looked_up(
-                t("tokens.cell_before", who=twin[r]), [cell("E", view.rows[r][1], j)],
-                view.before[r, j])),
-            (t("tokens.after"), view.after, twin, "after_map", lambda r, j: explain.sum_of(
-                t("tokens.cell_after", who=twin[r]), cell("(X+P)", view.rows[r][3], j),
-                [view.before[r, j], P[view.rows[r][3], j]], view.after[r, j])))
-        st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)), pa=pa, pb=pb,
-                     gap_before=num(same.gap_rows), gap_after=num(same.gap_summed)),
-                   icon=":material/compare_arrows:")
-    rows_and_positions(vocab, enc, labels, n)
+            (t("tokens.e_table", k=len(used), v=len(vocab)), E[used],
+             [f"{i} · {vocab.tokens[i]}" for i in used], "e_map", lambda r, j: looked_up(
+                 t("tokens.cell_table", id=used[r], tok=vocab.tokens[used[r]]),
+                 [cell("E", used[r], j)], E[used[r], j])),
+            (t("tokens.x_table", n=n, d=d), tr.rows, labels, "x_map", lambda i, j: looked_up(
+                t("tokens.cell_x", i=i, tok=labels[i], id=enc.ids[i]),
+                [cell("X", i, j), cell("E", enc.ids[i], j)], tr.rows[i, j])))
+        lookups = [f"x_{{{i}}} = E[{enc.ids[i]}]" for i in range(n)]  # x_0, x_1, ..., x_N-1
+        lookups = lookups if n <= 3 else [*lookups[:2], r"\ldots", lookups[-1]]
+        formula(r"x_i = E[\mathrm{id}_i], \quad X \in \mathbb{R}^{N \times d}",
+                r",\ ".join(lookups) + rf",\quad X \in \mathbb{{R}}^{{{n} \times {d}}}")
+        section(t("tokens.pos_title"))
+        st.markdown(t(f"tokens.pos_lead_{kind}", rows=MAX_LEN))
+        side_by_side(
+            (t("tokens.p_table", n=n, d=d), tr.positions,
+             [t("tokens.pos_n", i=i) for i in range(n)], "p_map",
+             lambda i, j: p_cell(i, j, tr.positions[i, j], kind, d)),
+            (t("tokens.sum_table", n=n, d=d), tr.summed, labels, "sum_map",
+             lambda i, j: explain.sum_of(t("tokens.cell_sum", i=i, tok=labels[i]),
+                                         cell("(X+P)", i, j), [tr.rows[i, j],
+                                         tr.positions[i, j]], tr.summed[i, j])))
+        formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
+                rf"(X + P)_{{0,0}} = E_{{{enc.ids[0]},0}} + P_{{0,0}} = {num(tr.rows[0, 0])} + "
+                rf"{term(tr.positions[0, 0], 3)} = {num(tr.summed[0, 0])}")
+    q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
+    same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
+                      q2.tokens, embed(torch.tensor(q2.ids), E, P))
+    yun, pa, pb, gap = same.ids[0], same.start_a, same.start_b, same.difference[0, 0]
+    number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
+        t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + "
+        rf"P_{{{pb},0}}) = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)}"
+        rf" = {num(gap)}"))
+    section(t("tokens.same_title"))
+    st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
+    view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
+    twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
+            for tok, _, w, pos in view.rows]
+    side_by_side(
+        (t("tokens.before"), view.before, twin, "before_map", lambda r, j: looked_up(
+            t("tokens.cell_before", who=twin[r]), [cell("E", view.rows[r][1], j)],
+            view.before[r, j])),
+        (t("tokens.after"), view.after, twin, "after_map", lambda r, j: explain.sum_of(
+            t("tokens.cell_after", who=twin[r]), cell("(X+P)", view.rows[r][3], j),
+            [view.before[r, j], P[view.rows[r][3], j]], view.after[r, j])))
+    st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)), pa=pa, pb=pb,
+                 gap_before=num(same.gap_rows), gap_after=num(same.gap_summed)),
+               icon=":material/compare_arrows:")
+rows_and_positions(vocab, enc, labels, n)
 
-    # --- 5. A batch: left padding ---------------------------------------------------------
-    section(t("tokens.batch_title"))
-    st.markdown(t("tokens.batch_lead"))
-    second = text("text2", t("tokens.text2_label", limit=MAX_LEN), Q2, MAX_LEN)
-    batch = vocab.batch_encode([sentence, second])
-    rows = {t(f"tokens.batch_{name}", b=b + 1): values for b in range(2) for name, values in
-            (("tokens", batch.tokens[b]), ("ids", batch.ids[b].tolist()),
-             ("valid", batch.valid[b].int().tolist()))}  # 1 = a real token, 0 = padding
-    st.table(pd.DataFrame.from_dict(rows, orient="index").astype(str))
-    st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
-            icon=":material/visibility_off:")
+# --- 5. A batch: left padding ---------------------------------------------------------
+section(t("tokens.batch_title"))
+st.markdown(t("tokens.batch_lead"))
+second = text("text2", t("tokens.text2_label", limit=MAX_LEN), Q2, MAX_LEN)
+batch = vocab.batch_encode([sentence, second])
+rows = {t(f"tokens.batch_{name}", b=b + 1): values for b in range(2) for name, values in
+        (("tokens", batch.tokens[b]), ("ids", batch.ids[b].tolist()),
+         ("valid", batch.valid[b].int().tolist()))}  # 1 = a real token, 0 = padding
+st.table(pd.DataFrame.from_dict(rows, orient="index").astype(str))
+st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
+        icon=":material/visibility_off:")

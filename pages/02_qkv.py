@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number, toggle
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
@@ -68,82 +68,81 @@ def row_steps(x, proj, weights: dict, dec: int) -> None:
             formula(line)
 
 
-with stage_page("qkv"):
-    gloss(TAIL4)
-    st.info(t("qkv.switch_note"), icon=":material/text_fields:")
-    section(t("qkv.inputs_title"))
-    rand = toggle("rand", t("qkv.random"), False)
-    left, right = st.columns([11, 9])  # the inputs, and beside them one row's projections
-    with left:
-        if rand:
-            d = number("d", t("qkv.d"), 2, 16, 8, gesture="slider")
-            d_k = number("dk", t("qkv.d_k"), 1, 16, 4, gesture="slider")
-            seed = number("seed", t("qkv.seed"), 0, 999, 0, gesture="slider")
-            st.markdown(t("qkv.random_lead"))
-            random_weights_note()
-            x, w_q, w_k, w_v = pj.random_setup(4, d, d_k, torch.Generator().manual_seed(seed))
-        else:
-            seed = 0
-            st.markdown(t("qkv.inputs_lead"))
-            x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
-            w_q, w_k, w_v = (matrix_input(f"W{n}", f"W_{n} [3 × 2]", w, rows=3, sliders=True,
-                             slider_labels=[f"W_{n}[{r},{c}]" for r in range(3) for c in range(2)])
-                             for n, w in W_DEFAULTS.items())
-    proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
-    dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
-    with right:  # the row's own choice reruns only these steps
-        row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)
-    section(t("qkv.qkv_title"), folded=True)
-    st.markdown(t("qkv.qkv_lead"))
-    places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
-    for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):
-        with col:
-            out = getattr(proj, name)  # [4, d_k]; a click shows x_i · W[:, j]
-            heatmap(out, [str(j) for j in range(out.shape[1])], TAIL4, key=f"{name}_map",
-                    **diverging(out), title=f"{name.upper()} = X W_{name} [{len(TAIL4)} × "
-                    f"{w.shape[1]}]", explain=lambda i, j, n=name, w=w, out=out: explain.dot(
-                        t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
-                        w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
-    # --- Exercises first, then the score table that answers them ------------------------
-    number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]), float(proj.scores[3, 0]),
-                    explain.dot(t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
-                                proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
-    choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"), t("qkv.ex_c")],
-                    correct=1, explanation=t("qkv.ex_explain"))
-    section(t("qkv.scores_title"))
-    st.markdown(t("qkv.scores_lead"))
+gloss(TAIL4)
+st.info(t("qkv.switch_note"), icon=":material/text_fields:")
+section(t("qkv.inputs_title"))
+rand = toggle("rand", t("qkv.random"), False)
+left, right = st.columns([11, 9])  # the inputs, and beside them one row's projections
+with left:
+    if rand:
+        d = number("d", t("qkv.d"), 2, 16, 8, gesture="slider")
+        d_k = number("dk", t("qkv.d_k"), 1, 16, 4, gesture="slider")
+        seed = number("seed", t("qkv.seed"), 0, 999, 0, gesture="slider")
+        st.markdown(t("qkv.random_lead"))
+        random_weights_note()
+        x, w_q, w_k, w_v = pj.random_setup(4, d, d_k, torch.Generator().manual_seed(seed))
+    else:
+        seed = 0
+        st.markdown(t("qkv.inputs_lead"))
+        x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
+        w_q, w_k, w_v = (matrix_input(f"W{n}", f"W_{n} [3 × 2]", w, rows=3, sliders=True,
+                         slider_labels=[f"W_{n}[{r},{c}]" for r in range(3) for c in range(2)])
+                         for n, w in W_DEFAULTS.items())
+proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
+dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
+with right:  # the row's own choice reruns only these steps
+    row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)
+section(t("qkv.qkv_title"), folded=True)
+st.markdown(t("qkv.qkv_lead"))
+places_ = st.columns(3) if proj.q.shape[1] <= 4 else [st.container() for _ in range(3)]
+for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=True):
+    with col:
+        out = getattr(proj, name)  # [4, d_k]; a click shows x_i · W[:, j]
+        heatmap(out, [str(j) for j in range(out.shape[1])], TAIL4, key=f"{name}_map",
+                **diverging(out), title=f"{name.upper()} = X W_{name} [{len(TAIL4)} × "
+                f"{w.shape[1]}]", explain=lambda i, j, n=name, w=w, out=out: explain.dot(
+                    t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
+                    w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
+# --- Exercises first, then the score table that answers them ------------------------
+number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]), float(proj.scores[3, 0]),
+                explain.dot(t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
+                            proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
+choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"), t("qkv.ex_c")],
+                correct=1, explanation=t("qkv.ex_explain"))
+section(t("qkv.scores_title"))
+st.markdown(t("qkv.scores_lead"))
+left, right = st.columns(2)
+with left:
+    scores_map(proj, "q", "k", "proj", ":material/call_split:")
+with right:
+    scores_map(plain, "x", "x", "same", ":material/flip:")
+st.info(t("qkv.v_note"), icon=":material/output:")
+# --- Why mix at all: 运费 in both questions ------------------------------------------
+section(t("qkv.why_title"))
+gloss(Q1_WORDS + Q2_WORDS)
+with shown_errors():
+    cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
+                       torch.Generator().manual_seed(seed), w_q, w_k, w_v)
+    others = t("qkv.list_sep").join(f"「{w}」" for w in cmp.rows if w not in TAIL4)
+    st.caption(t("qkv.context_rows", words=others))
+    random_weights_note()
     left, right = st.columns(2)
     with left:
-        scores_map(proj, "q", "k", "proj", ":material/call_split:")
+        st.markdown(t("qkv.why_rows", word=WORD))
+        sides = ((t("qkv.question", n=1), cmp.a), (t("qkv.question", n=2), cmp.b))
+        names = [f"{WORD} · {n} · {q}" for n in "qkv" for q, _ in sides]
+        per_row = torch.stack([row for n in "qkv" for row in cmp.rows_of(n)])  # [6, d_k]
+        heatmap(per_row, [str(j) for j in range(per_row.shape[1])], names, key="ctx_map",
+                **diverging(per_row), explain=lambda r, j: explain.dot(
+                    t("qkv.cell_ctx", who=names[r], word=WORD),
+                    cell("qkv"[r // 2], sides[r % 2][1].at(WORD), j), cmp.rows[WORD],
+                    (w_q, w_k, w_v)[r // 2][:, j], per_row[r, j]))
+        st.success(t("qkv.same_rows", word=WORD, gap=num(cmp.gap)), icon=":material/equal:")
     with right:
-        scores_map(plain, "x", "x", "same", ":material/flip:")
-    st.info(t("qkv.v_note"), icon=":material/output:")
-    # --- Why mix at all: 运费 in both questions ------------------------------------------
-    section(t("qkv.why_title"))
-    gloss(Q1_WORDS + Q2_WORDS)
-    with shown_errors():
-        cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
-                           torch.Generator().manual_seed(seed), w_q, w_k, w_v)
-        others = t("qkv.list_sep").join(f"「{w}」" for w in cmp.rows if w not in TAIL4)
-        st.caption(t("qkv.context_rows", words=others))
-        random_weights_note()
-        left, right = st.columns(2)
-        with left:
-            st.markdown(t("qkv.why_rows", word=WORD))
-            sides = ((t("qkv.question", n=1), cmp.a), (t("qkv.question", n=2), cmp.b))
-            names = [f"{WORD} · {n} · {q}" for n in "qkv" for q, _ in sides]
-            per_row = torch.stack([row for n in "qkv" for row in cmp.rows_of(n)])  # [6, d_k]
-            heatmap(per_row, [str(j) for j in range(per_row.shape[1])], names, key="ctx_map",
-                    **diverging(per_row), explain=lambda r, j: explain.dot(
-                        t("qkv.cell_ctx", who=names[r], word=WORD),
-                        cell("qkv"[r // 2], sides[r % 2][1].at(WORD), j), cmp.rows[WORD],
-                        (w_q, w_k, w_v)[r // 2][:, j], per_row[r, j]))
-            st.success(t("qkv.same_rows", word=WORD, gap=num(cmp.gap)), icon=":material/equal:")
-        with right:
-            st.markdown(t("qkv.why_average", word=WORD))
-            picks = [(q, s, w) for q, s in sides for w in (WORD, OTHER)]
-            avg = torch.stack([s.average[s.at(w)] for _, s, w in picks])  # [4, d_v]
-            labels = [f"{w} · {q}" for q, _, w in picks]
-            heatmap(avg, [str(j) for j in range(avg.shape[1])], labels, key="avg_map",
-                    **diverging(avg), explain=lambda r, j: average_cell(labels[r], picks[r][1], j))
-        st.markdown(t("qkv.why_attention"))
+        st.markdown(t("qkv.why_average", word=WORD))
+        picks = [(q, s, w) for q, s in sides for w in (WORD, OTHER)]
+        avg = torch.stack([s.average[s.at(w)] for _, s, w in picks])  # [4, d_v]
+        labels = [f"{w} · {q}" for q, _, w in picks]
+        heatmap(avg, [str(j) for j in range(avg.shape[1])], labels, key="avg_map",
+                **diverging(avg), explain=lambda r, j: average_cell(labels[r], picks[r][1], j))
+    st.markdown(t("qkv.why_attention"))

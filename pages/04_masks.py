@@ -14,7 +14,7 @@ from ui.fmt import num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import part, section, stage_link, stage_page
+from ui.page import part, section, stage_link
 from ui.reveal import Stepper
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
@@ -43,108 +43,107 @@ def weight_checks(att, allowed: torch.Tensor) -> None:
         st.warning(t("masks.empty_rows", rows=", ".join(empty)), icon=":material/block:")
 
 
-with stage_page("masks"):
-    # --- 1. Why: every position predicts the next token ------------------------------
-    section(t("masks.task_title"))
-    st.markdown(t("masks.task_lead", text="".join(TEXT)))
-    gloss(TEXT)
-    st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
-                          index=[t("masks.row_input"), t("masks.row_target")]))
-    formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
-    factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
-               for k, word in enumerate(TEXT)]
-    st.markdown(t("masks.chain", whole=f"P({' '.join(TEXT)})", factors=" · ".join(factors)))
-    st.markdown(t("masks.self_note", word=INPUTS[-1], target=TARGETS[-1], pos=len(INPUTS) - 1))
+# --- 1. Why: every position predicts the next token ------------------------------
+section(t("masks.task_title"))
+st.markdown(t("masks.task_lead", text="".join(TEXT)))
+gloss(TEXT)
+st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
+                      index=[t("masks.row_input"), t("masks.row_target")]))
+formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
+factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
+           for k, word in enumerate(TEXT)]
+st.markdown(t("masks.chain", whole=f"P({' '.join(TEXT)})", factors=" · ".join(factors)))
+st.markdown(t("masks.self_note", word=INPUTS[-1], target=TARGETS[-1], pos=len(INPUTS) - 1))
 
-    # --- 2. The causal mask, as the matrix M added to the scores ---------------------
-    choice_exercise("later", t("masks.ex_question"),
-                    [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
-                    explanation=t("masks.ex_explain"))
-    section(t("masks.causal_title"))
-    st.markdown(t("masks.causal_lead"))
-    causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
-    left, right = st.columns([3, 2])
+# --- 2. The causal mask, as the matrix M added to the scores ---------------------
+choice_exercise("later", t("masks.ex_question"),
+                [t("masks.ex_last"), t("masks.ex_all"), t("masks.ex_none")], correct=0,
+                explanation=t("masks.ex_explain"))
+section(t("masks.causal_title"))
+st.markdown(t("masks.causal_lead"))
+causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
+left, right = st.columns([3, 2])
+with left:
+    st.markdown(f"**{t('masks.mask_label')}**")
+    heatmap(additive(causal), INPUTS, INPUTS, key="causal_map", **M_STYLE,
+            explain=lambda i, j: explain_m(t(
+                "masks.cell_allowed" if causal[i, j] else "masks.cell_future",
+                i=INPUTS[i], j=INPUTS[j], pi=i, pj=j), i, j, bool(causal[i, j])))
+with right:
+    formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
+    st.markdown(t("masks.legend"))
+    st.markdown(t("masks.softmax_preview"))
+    stage_link("softmax")
+st.info(t("masks.parallel_note"), icon=":material/bolt:")
+
+# --- 3. Padding, and both masks together ----------------------------------------
+@part
+def masked_attention() -> None:
+    section(t("masks.pad_title"), folded=True)
+    st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
+    left, right = st.columns(2)
     with left:
-        st.markdown(f"**{t('masks.mask_label')}**")
-        heatmap(additive(causal), INPUTS, INPUTS, key="causal_map", **M_STYLE,
-                explain=lambda i, j: explain_m(t(
-                    "masks.cell_allowed" if causal[i, j] else "masks.cell_future",
-                    i=INPUTS[i], j=INPUTS[j], pi=i, pj=j), i, j, bool(causal[i, j])))
+        use_causal = toggle("causal", t("masks.toggle_causal"), True)
     with right:
-        formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
-        st.markdown(t("masks.legend"))
-        st.markdown(t("masks.softmax_preview"))
-        stage_link("softmax")
-    st.info(t("masks.parallel_note"), icon=":material/bolt:")
+        use_pad = toggle("pad", t("masks.toggle_pad"), True)
+    allowed = attention_mask(N, use_causal, VALID if use_pad else None).reshape(N, N)  # [N, N]
+    future = ~causal_mask(N)  # [6, 6] True = a later position
 
-    # --- 3. Padding, and both masks together ----------------------------------------
-    @part
-    def masked_attention() -> None:
-        section(t("masks.pad_title"), folded=True)
-        st.markdown(t("masks.pad_lead", tokens=" ".join(PADDED)))
-        left, right = st.columns(2)
-        with left:
-            use_causal = toggle("causal", t("masks.toggle_causal"), True)
-        with right:
-            use_pad = toggle("pad", t("masks.toggle_pad"), True)
-        allowed = attention_mask(N, use_causal, VALID if use_pad else None).reshape(N, N)  # [N, N]
-        future = ~causal_mask(N)  # [6, 6] True = a later position
+    def reason(i: int, j: int) -> str:
+        late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
+        key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
+        return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
 
-        def reason(i: int, j: int) -> str:
-            late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
-            key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
-            return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
+    st.markdown(f"**{t('masks.combined_label')}**")
+    heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
+            explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
+    st.caption(t("masks.real_block"))
 
-        st.markdown(f"**{t('masks.combined_label')}**")
-        heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
-                explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
-        st.caption(t("masks.real_block"))
+    # --- 4. Scores after the mask, and the weights ----------------------------------
+    section(t("masks.scores_title"))
+    exercise = st.container()  # predict first: filled once Q and K are known
+    st.markdown(t("masks.scores_lead"))
+    left, right = st.columns(2)
+    with left:
+        Q = matrix_input("Q", "Q [6 × 2]", Q_DEFAULT, rows=6)
+    with right:
+        K = matrix_input("K", "K [6 × 2]", K_DEFAULT, rows=6)
+    att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
+    def explain_score(i: int, j: int, masked: bool = True) -> str:
+        name = explain.cell_name(r"\tilde s", i, j)
+        if masked and not allowed[i, j]:
+            return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
+                                   r"(-\infty) = -\infty")
+        return explain.dot(reason(i, j) if masked else t("masks.cell_scaled", i=PADDED[i],
+                           j=PADDED[j]), name, Q[i], K[j], float(att.scaled[i, j]), scale_by=2)
 
-        # --- 4. Scores after the mask, and the weights ----------------------------------
-        section(t("masks.scores_title"))
-        exercise = st.container()  # predict first: filled once Q and K are known
-        st.markdown(t("masks.scores_lead"))
-        left, right = st.columns(2)
-        with left:
-            Q = matrix_input("Q", "Q [6 × 2]", Q_DEFAULT, rows=6)
-        with right:
-            K = matrix_input("K", "K [6 × 2]", K_DEFAULT, rows=6)
-        att = scaled_dot_product_attention(Q, K, K, mask=allowed)  # K stands in for V: no output
-        def explain_score(i: int, j: int, masked: bool = True) -> str:
-            name = explain.cell_name(r"\tilde s", i, j)
-            if masked and not allowed[i, j]:
-                return explain.formula(reason(i, j), rf"{name} = {num(att.scaled[i, j])} + "
-                                       r"(-\infty) = -\infty")
-            return explain.dot(reason(i, j) if masked else t("masks.cell_scaled", i=PADDED[i],
-                               j=PADDED[j]), name, Q[i], K[j], float(att.scaled[i, j]), scale_by=2)
+    def explain_weight(i: int, j: int) -> str:
+        name = explain.cell_name("a", i, j)
+        if not allowed[i].any():
+            return explain.formula(t("masks.cell_empty_row", i=PADDED[i], pi=i), f"{name} = 0")
+        if not allowed[i, j]:
+            return explain.blocked(reason(i, j), name)
+        return explain.softmax(t("masks.cell_weight", i=PADDED[i], j=PADDED[j]), name,
+                               att.masked[i], j)
 
-        def explain_weight(i: int, j: int) -> str:
-            name = explain.cell_name("a", i, j)
-            if not allowed[i].any():
-                return explain.formula(t("masks.cell_empty_row", i=PADDED[i], pi=i), f"{name} = 0")
-            if not allowed[i, j]:
-                return explain.blocked(reason(i, j), name)
-            return explain.softmax(t("masks.cell_weight", i=PADDED[i], j=PADDED[j]), name,
-                                   att.masked[i], j)
-
-        with exercise:
-            number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
-                            explain_weight(2, 2))
-        steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
-        top, bottom = st.columns(2), st.columns(2)
-        if steps.shows(1):
-            with top[0]:
-                heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",
-                        explain=lambda i, j: explain_score(i, j, masked=False))
-        if steps.shows(2):
-            with top[1]:
-                heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
-                        title=f"2 · {steps.labels[1]}")
-        if steps.shows(3):
-            with bottom[0]:
-                heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
-                        zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
-            with bottom[1]:
-                weight_checks(att, allowed)
-        st.caption(t("masks.not_explanation"))
-    masked_attention()
+    with exercise:
+        number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
+                        explain_weight(2, 2))
+    steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
+    top, bottom = st.columns(2), st.columns(2)
+    if steps.shows(1):
+        with top[0]:
+            heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",
+                    explain=lambda i, j: explain_score(i, j, masked=False))
+    if steps.shows(2):
+        with top[1]:
+            heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
+                    title=f"2 · {steps.labels[1]}")
+    if steps.shows(3):
+        with bottom[0]:
+            heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
+                    zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
+        with bottom[1]:
+            weight_checks(att, allowed)
+    st.caption(t("masks.not_explanation"))
+masked_attention()

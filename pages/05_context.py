@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 
 WORD, CHAR = "运费", "费"  # the trained model reads characters: 费 completes the word 运费
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
@@ -143,8 +143,7 @@ def trained_view() -> None:
         st.info(t("context.t_answer", m1=m1, b1=b1, m2=m2, b2=b2), icon=":material/school:")
 
 
-with stage_page("context"):
-    gloss(Q1_WORDS + Q2_WORDS + ("运", CHAR))  # 运, 费: the characters the trained view follows
-    model = choice("model", t("context.model"), ["random", "trained"], "random",
-                   widget="segmented", format_func=lambda m: t(f"context.model_{m}"))
-    part(random_view if model == "random" else trained_view)()  # reruns alone on its inputs
+gloss(Q1_WORDS + Q2_WORDS + ("运", CHAR))  # 运, 费: the characters the trained view follows
+model = choice("model", t("context.model"), ["random", "trained"], "random",
+               widget="segmented", format_func=lambda m: t(f"context.model_{m}"))
+part(random_view if model == "random" else trained_view)()  # reruns alone on its inputs

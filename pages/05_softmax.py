@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
-from ui.page import fold, part, section, stage_page
+from ui.page import fold, part, section
 from ui.reveal import Stepper
 
 
@@ -35,95 +35,94 @@ def rounding_note(weights, v_a, v_b, output) -> str:
              example=example)
 
 
-with stage_page("softmax"):
-    choice_exercise("kb", t("softmax.ex_question"),
-                    [t("softmax.ex_a"), t("softmax.ex_b"), t("softmax.ex_equal")], correct=1,
-                    explanation=t("softmax.ex_explain"))
+choice_exercise("kb", t("softmax.ex_question"),
+                [t("softmax.ex_a"), t("softmax.ex_b"), t("softmax.ex_equal")], correct=1,
+                explanation=t("softmax.ex_explain"))
 
-    # --- The hand example: one query, two keys, two values ---------------------------
-    @part
-    def by_hand() -> None:
-        section(t("softmax.hand_title"))
-        inputs, worked = st.columns([5, 6])  # the inputs, and beside them their steps
-        with inputs:
-            q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
-        with inputs, st.container(horizontal=True):
-            st.button(t("softmax.preset_default"), on_click=set_hand_example,
-                      kwargs={"q": "1, 0", "kA": "1, 0", "kB": "0, 1"})
-            st.button(t("softmax.preset_kb"), on_click=set_hand_example,
-                      kwargs={"q": "1, 0", "kA": "1, 0", "kB": "2, 0"})
-        trace = scaled_dot_product_attention(q[None, :], torch.stack([k_a, k_b]),
-                                             torch.stack([v_a, v_b]))
-        scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
-                                           trace.output[0])  # [2] each
-        soft = softmax_steps(scaled)
+# --- The hand example: one query, two keys, two values ---------------------------
+@part
+def by_hand() -> None:
+    section(t("softmax.hand_title"))
+    inputs, worked = st.columns([5, 6])  # the inputs, and beside them their steps
+    with inputs:
+        q, k_a, k_b, v_a, v_b = hand_example_inputs(with_values=True)
+    with inputs, st.container(horizontal=True):
+        st.button(t("softmax.preset_default"), on_click=set_hand_example,
+                  kwargs={"q": "1, 0", "kA": "1, 0", "kB": "0, 1"})
+        st.button(t("softmax.preset_kb"), on_click=set_hand_example,
+                  kwargs={"q": "1, 0", "kA": "1, 0", "kB": "2, 0"})
+    trace = scaled_dot_product_attention(q[None, :], torch.stack([k_a, k_b]),
+                                         torch.stack([v_a, v_b]))
+    scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
+                                       trace.output[0])  # [2] each
+    soft = softmax_steps(scaled)
 
-        with worked:
-            steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
-                                     ("scores", "scaled", "weights", "output")])
-            score_steps(steps, q, k_a, k_b, scores, scaled)
-            if steps.step(3, f"`{vec(weights)}`"):
-                e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
-                formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",  # a line each
-                        rf"\begin{{gathered}}e^{{{num(scaled[0])}}} = {e_a},\ "
-                        rf"e^{{{num(scaled[1])}}} = {e_b} \\ a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}}"
-                        rf" = \frac{{{e_a}}}{{{total}}} = {num(weights[0])} \\ "
-                        rf"a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}\end{{gathered}}")
-            if steps.step(4, f"`{vec(output)}`"):
-                formula(r"o = a_A v_A + a_B v_B",
-                        rf"\begin{{aligned}}&{num(weights[0])}\cdot{latex_vec(v_a)} + "
-                        rf"{num(weights[1])}\cdot{latex_vec(v_b)} \\ &= {latex_vec(output)}"
-                        r"\end{aligned}")
-                st.caption(rounding_note(weights, v_a, v_b, output))
-                st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
-    by_hand()
-    fold(t("softmax.matrix_title"))
+    with worked:
+        steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
+                                 ("scores", "scaled", "weights", "output")])
+        score_steps(steps, q, k_a, k_b, scores, scaled)
+        if steps.step(3, f"`{vec(weights)}`"):
+            e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
+            formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",  # a line each
+                    rf"\begin{{gathered}}e^{{{num(scaled[0])}}} = {e_a},\ "
+                    rf"e^{{{num(scaled[1])}}} = {e_b} \\ a_A = \frac{{{e_a}}}{{{e_a} + {e_b}}}"
+                    rf" = \frac{{{e_a}}}{{{total}}} = {num(weights[0])} \\ "
+                    rf"a_B = \frac{{{e_b}}}{{{total}}} = {num(weights[1])}\end{{gathered}}")
+        if steps.step(4, f"`{vec(output)}`"):
+            formula(r"o = a_A v_A + a_B v_B",
+                    rf"\begin{{aligned}}&{num(weights[0])}\cdot{latex_vec(v_a)} + "
+                    rf"{num(weights[1])}\cdot{latex_vec(v_b)} \\ &= {latex_vec(output)}"
+                    r"\end{aligned}")
+            st.caption(rounding_note(weights, v_a, v_b, output))
+            st.info(t("softmax.blend_note", wb=num(weights[1])), icon=":material/blender:")
+by_hand()
+fold(t("softmax.matrix_title"))
 
-    # --- All positions at once: the matrix form --------------------------------------
-    @part
-    def matrix_form() -> None:
-        section(t("softmax.matrix_title"))
-        st.markdown(t("softmax.matrix_lead"))
-        gloss(TAIL4)
-        cols = st.columns(3)
-        with cols[0]:
-            Q = matrix_input("Q", "Q [4 × 2]", [[1, 0], [0, 1], [1, 1], [1, -1]], rows=4)
-        with cols[1]:
-            K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
-        with cols[2]:
-            V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
-        causal = toggle("causal", t("softmax.causal"), True)
-        full = scaled_dot_product_attention(Q, K, V, mask=attention_mask(4, causal=causal))
-        formula(r"\mathrm{Attention}(Q,K,V) = "
-                r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+# --- All positions at once: the matrix form --------------------------------------
+@part
+def matrix_form() -> None:
+    section(t("softmax.matrix_title"))
+    st.markdown(t("softmax.matrix_lead"))
+    gloss(TAIL4)
+    cols = st.columns(3)
+    with cols[0]:
+        Q = matrix_input("Q", "Q [4 × 2]", [[1, 0], [0, 1], [1, 1], [1, -1]], rows=4)
+    with cols[1]:
+        K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
+    with cols[2]:
+        V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
+    causal = toggle("causal", t("softmax.causal"), True)
+    full = scaled_dot_product_attention(Q, K, V, mask=attention_mask(4, causal=causal))
+    formula(r"\mathrm{Attention}(Q,K,V) = "
+            r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
 
-        def explain_weight(i: int, j: int) -> str:
-            name = explain.cell_name("a", i, j)
-            if not torch.isfinite(full.masked[i, j]):
-                return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-            return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
-                                   full.masked[i], j)
+    def explain_weight(i: int, j: int) -> str:
+        name = explain.cell_name("a", i, j)
+        if not torch.isfinite(full.masked[i, j]):
+            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
+        return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
+                               full.masked[i], j)
 
-        def explain_score(i: int, j: int) -> str:
-            name = explain.cell_name(r"\tilde s", i, j)
-            if not torch.isfinite(full.masked[i, j]):
-                return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-            return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]), name, Q[i], K[j],
-                               full.scaled[i, j], lhs=f"q_{i} \\cdot k_{j} / \\sqrt{{2}}",
-                               scale_by=2)
+    def explain_score(i: int, j: int) -> str:
+        name = explain.cell_name(r"\tilde s", i, j)
+        if not torch.isfinite(full.masked[i, j]):
+            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
+        return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]), name, Q[i], K[j],
+                           full.scaled[i, j], lhs=f"q_{i} \\cdot k_{j} / \\sqrt{{2}}",
+                           scale_by=2)
 
-        number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
-                        explain_weight(1, 0))
-        col_scores, col_weights = st.columns(2)
-        with col_scores:
-            st.markdown(f"**{t('softmax.scaled_table')}**")
-            heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
-        with col_weights:
-            st.markdown(f"**{t('softmax.weights_table')}**")
-            heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
-                    zmin=0, zmax=1, colorscale="Oranges")
-        st.markdown(f"**{t('softmax.output_table')}**")
-        formula(r"O = AV",
-                rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
-        st.caption(t("softmax.not_explanation"))
-    matrix_form()
+    number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
+                    explain_weight(1, 0))
+    col_scores, col_weights = st.columns(2)
+    with col_scores:
+        st.markdown(f"**{t('softmax.scaled_table')}**")
+        heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
+    with col_weights:
+        st.markdown(f"**{t('softmax.weights_table')}**")
+        heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
+                zmin=0, zmax=1, colorscale="Oranges")
+    st.markdown(f"**{t('softmax.output_table')}**")
+    formula(r"O = AV",
+            rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
+    st.caption(t("softmax.not_explanation"))
+matrix_form()

@@ -14,7 +14,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_page
+from ui.page import fold, part, section
 from ui.reveal import Stepper
 
 WORDS = ("我", "吃", "苹果")
@@ -137,6 +137,5 @@ def sinusoidal_table() -> None:
     st.warning(t("positions.long_context"), icon=":material/warning:")
 
 
-with stage_page("positions"):
-    shuffle()
-    sinusoidal_table()
+shuffle()
+sinusoidal_table()

@@ -16,7 +16,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number, toggle
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 
@@ -144,7 +144,6 @@ def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
         st.caption(t("rope.half_why"))
 
 
-with stage_page("rope"):
-    by_hand()
-    frequencies()
-    st.warning(t("rope.long_context"), icon=":material/warning:")
+by_hand()
+frequencies()
+st.warning(t("rope.long_context"), icon=":material/warning:")

@@ -16,7 +16,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 ACTS = {"relu": r"\mathrm{ReLU}", "gelu": r"\mathrm{GELU}", "silu": r"\mathrm{SiLU}"}
@@ -69,70 +69,69 @@ def rows_at_once(w1, b1, w2, b2, act: str) -> None:  # X: this section's own inp
         st.success(t("ffn.rows_same", gap=f"{run.gap:.1g}"), icon=":material/equal:")
 
 
-with stage_page("ffn"):
-    section(t("ffn.hand_title"))
-    left, right = st.columns([2, 3])
-    with left:
-        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
-        w1 = weights("W1", "₁", [[1, 0, 1], [0, 1, -1]], 2)
-        w2 = weights("W2", "₂", [[1, 0], [0, 1], [0, 1]], 3)
-        with st.expander(t("ffn.biases")):
-            b1 = matrix_input("b1", "b₁", [0, 0, 0], sliders=True,
-                              slider_labels=[f"b₁[{i}]" for i in (1, 2, 3)])
-            b2 = matrix_input("b2", "b₂", [0, 0], sliders=True, slider_labels=["b₂[1]", "b₂[2]"])
-    with right, shown_errors():
-        act = choice("act", t("ffn.activation"), list(ACTS), "relu", format_func=NAMES.get,
-                     widget="segmented")
-        ff, f = ffn.feed_forward(x, w1, b1, w2, b2, act), ACTS[act]
-        steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
-        if steps.step(1, f"`{vec(ff.hidden_pre)}`"):
-            formula_steps(r"h = xW_1 + b_1", rf"{as_typed(x)}{as_typed(w1)} + {as_typed(b1)}",
-                    latex_vec(ff.hidden_pre))
-        if steps.step(2, f"`{vec(ff.hidden)}`"):
-            formula_steps(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
-                    latex_vec(ff.hidden))
-        if steps.step(3, f"`{vec(ff.output)}`"):
-            formula_steps(r"y = aW_2 + b_2",
-                          rf"{latex_vec(ff.hidden)}{as_typed(w2)} + {as_typed(b2)}",
-                          latex_vec(ff.output))
-            st.caption(t("ffn.shape_note", d=x.numel(), h=w1.shape[1]))
+section(t("ffn.hand_title"))
+left, right = st.columns([2, 3])
+with left:
+    x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+    w1 = weights("W1", "₁", [[1, 0, 1], [0, 1, -1]], 2)
+    w2 = weights("W2", "₂", [[1, 0], [0, 1], [0, 1]], 3)
+    with st.expander(t("ffn.biases")):
+        b1 = matrix_input("b1", "b₁", [0, 0, 0], sliders=True,
+                          slider_labels=[f"b₁[{i}]" for i in (1, 2, 3)])
+        b2 = matrix_input("b2", "b₂", [0, 0], sliders=True, slider_labels=["b₂[1]", "b₂[2]"])
+with right, shown_errors():
+    act = choice("act", t("ffn.activation"), list(ACTS), "relu", format_func=NAMES.get,
+                 widget="segmented")
+    ff, f = ffn.feed_forward(x, w1, b1, w2, b2, act), ACTS[act]
+    steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
+    if steps.step(1, f"`{vec(ff.hidden_pre)}`"):
+        formula_steps(r"h = xW_1 + b_1", rf"{as_typed(x)}{as_typed(w1)} + {as_typed(b1)}",
+                latex_vec(ff.hidden_pre))
+    if steps.step(2, f"`{vec(ff.hidden)}`"):
+        formula_steps(rf"a = {f}(h)", rf"{f}\left({latex_vec(ff.hidden_pre)}\right)",
+                latex_vec(ff.hidden))
+    if steps.step(3, f"`{vec(ff.output)}`"):
+        formula_steps(r"y = aW_2 + b_2",
+                      rf"{latex_vec(ff.hidden)}{as_typed(w2)} + {as_typed(b2)}",
+                      latex_vec(ff.output))
+        st.caption(t("ffn.shape_note", d=x.numel(), h=w1.shape[1]))
 
-    section(t("ffn.act_title"), folded=True)
-    choice_exercise("neg", t("ffn.ex_question"),
-                    [t("ffn.ex_zero"), t("ffn.ex_small"), t("ffn.ex_flip")], correct=1,
-                    explanation=t("ffn.ex_explain"))
-    with shown_errors():
-        h = ff.hidden_pre
-        curves = ffn.activation_curves(min(-4.0, float(h.min()) - 1), max(4.0, float(h.max()) + 1))
-        marks = {f"h{i + 1} = {num(v, places(h))}": float(v) for i, v in enumerate(h)}
-        lines(curves.x.tolist(), {NAMES[n]: v.tolist() for n, v in curves.values.items()},
-              key="curves", x_title="h", y_title=t("ffn.act_y"), marks=marks, table=False)
-        at_h = ffn.compare_activations(h)
-        st.table(matrix_frame([v.tolist() for v in at_h.values()],
-                              [f"h{i + 1} = {num(v, places(h))}" for i, v in enumerate(h)],
-                              [NAMES[n] for n in at_h]))
-        st.markdown(t("ffn.act_note"))
+section(t("ffn.act_title"), folded=True)
+choice_exercise("neg", t("ffn.ex_question"),
+                [t("ffn.ex_zero"), t("ffn.ex_small"), t("ffn.ex_flip")], correct=1,
+                explanation=t("ffn.ex_explain"))
+with shown_errors():
+    h = ff.hidden_pre
+    curves = ffn.activation_curves(min(-4.0, float(h.min()) - 1), max(4.0, float(h.max()) + 1))
+    marks = {f"h{i + 1} = {num(v, places(h))}": float(v) for i, v in enumerate(h)}
+    lines(curves.x.tolist(), {NAMES[n]: v.tolist() for n, v in curves.values.items()},
+          key="curves", x_title="h", y_title=t("ffn.act_y"), marks=marks, table=False)
+    at_h = ffn.compare_activations(h)
+    st.table(matrix_frame([v.tolist() for v in at_h.values()],
+                          [f"h{i + 1} = {num(v, places(h))}" for i, v in enumerate(h)],
+                          [NAMES[n] for n in at_h]))
+    st.markdown(t("ffn.act_note"))
 
-    section(t("ffn.collapse_title"))
-    with shown_errors():
-        flat = ffn.without_activation(x, w1, b1, w2, b2)
-        number_exercise("y2", t("ffn.ex2_question", x=vec(x, places(x))),
-                        float(flat.two_step[1]),
-                        t("ffn.ex2_steps", h=vec(flat.hidden), y=vec(flat.two_step)),
-                        tolerance=0.005)
-        st.markdown(t("ffn.collapse_lead"))
-        formula(r"(xW_1 + b_1)W_2 + b_2",
-                rf"{latex_vec(flat.hidden)}{as_typed(w2)} + {as_typed(b2)}"
-                rf" = {latex_vec(flat.two_step)}")
-        formula(r"W_1W_2,\quad b_1W_2 + b_2",
-                rf"{as_typed(w1)}{as_typed(w2)} = {latex_matrix(flat.merged_w.tolist())},\quad "
-                rf"{latex_vec(flat.merged_b)}")
-        formula(r"x(W_1W_2) + (b_1W_2 + b_2)",
-                rf"{as_typed(x)}{latex_matrix(flat.merged_w.tolist())}"
-                rf" + {latex_vec(flat.merged_b)} = {latex_vec(flat.one_step)}")
-        st.success(t("ffn.collapse_same", a=vec(flat.two_step, 6), b=vec(flat.one_step, 6),
-                     gap=f"{flat.gap:.1g}"), icon=":material/equal:")
-        st.markdown(t("ffn.collapse_why", with_act=vec(ff.output), act=NAMES[act]))
+section(t("ffn.collapse_title"))
+with shown_errors():
+    flat = ffn.without_activation(x, w1, b1, w2, b2)
+    number_exercise("y2", t("ffn.ex2_question", x=vec(x, places(x))),
+                    float(flat.two_step[1]),
+                    t("ffn.ex2_steps", h=vec(flat.hidden), y=vec(flat.two_step)),
+                    tolerance=0.005)
+    st.markdown(t("ffn.collapse_lead"))
+    formula(r"(xW_1 + b_1)W_2 + b_2",
+            rf"{latex_vec(flat.hidden)}{as_typed(w2)} + {as_typed(b2)}"
+            rf" = {latex_vec(flat.two_step)}")
+    formula(r"W_1W_2,\quad b_1W_2 + b_2",
+            rf"{as_typed(w1)}{as_typed(w2)} = {latex_matrix(flat.merged_w.tolist())},\quad "
+            rf"{latex_vec(flat.merged_b)}")
+    formula(r"x(W_1W_2) + (b_1W_2 + b_2)",
+            rf"{as_typed(x)}{latex_matrix(flat.merged_w.tolist())}"
+            rf" + {latex_vec(flat.merged_b)} = {latex_vec(flat.one_step)}")
+    st.success(t("ffn.collapse_same", a=vec(flat.two_step, 6), b=vec(flat.one_step, 6),
+                 gap=f"{flat.gap:.1g}"), icon=":material/equal:")
+    st.markdown(t("ffn.collapse_why", with_act=vec(ff.output), act=NAMES[act]))
 
-    rows_at_once(w1, b1, w2, b2, act)
-    st.caption(t("ffn.context_note"))
+rows_at_once(w1, b1, w2, b2, act)
+st.caption(t("ffn.context_note"))

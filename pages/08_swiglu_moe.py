@@ -18,55 +18,57 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_page
+from ui.page import fold, part, section
 from ui.reveal import Stepper
 
 D, HIDDEN = 4, 8  # width and hidden size of the random experts
 
 
 def prob_cell(moe, labels, i: int, e: int) -> str:
-    return explain.softmax(t("moe.cell_prob", w=TAIL6[i], e=labels[e]),
+    return explain.softmax(t("swiglu_moe.cell_prob", w=TAIL6[i], e=labels[e]),
                            explain.cell_name("p", i, e), moe.route.logits[i], e)
 
 
 def weight_cell(moe, labels, i: int, e: int) -> str:
     if e not in moe.route.indices[i].tolist():
-        return t("moe.cell_unused", w=TAIL6[i], e=labels[e])
+        return t("swiglu_moe.cell_unused", w=TAIL6[i], e=labels[e])
     tops = " + ".join(num(p) for p in moe.route.top_probs[i])
     latex = (rf"{explain.cell_name('w', i, e)} = \frac{{{num(moe.route.probs[i, e])}}}"
              rf"{{{tops}}} = {num(moe.gates[i, e])}")
-    return explain.formula(t("moe.cell_weight", w=TAIL6[i], e=labels[e]), latex)
+    return explain.formula(t("swiglu_moe.cell_weight", w=TAIL6[i], e=labels[e]), latex)
 
 
 @part
 def gate_demo(sw) -> None:  # u and s: this section's own inputs
-    section(t("moe.gate_title"))
+    section(t("swiglu_moe.gate_title"))
     left, right = st.columns([2, 3])
     with left:
-        value = number("u", t("moe.value"), -10.0, 10.0, 3.0, step=0.1, gesture="both")
-        gate = number("s", t("moe.gate"), -0.27, 3.0, 0.2, step=0.01, gesture="both")
+        value = number("u", t("swiglu_moe.value"), -10.0, 10.0, 3.0, step=0.1, gesture="both")
+        gate = number("s", t("swiglu_moe.gate"), -0.27, 3.0, 0.2, step=0.01, gesture="both")
         with shown_errors():
             ex = gate_example(value, gate)
             formula(r"s \cdot u", rf"{short(ex.gate)} \cdot {short(ex.value)} = {num(ex.passed)}")
-            st.caption(t("moe.gate_from", g=num(ex.gate_pre), s=num(ex.gate)))
+            st.caption(t("swiglu_moe.gate_from", g=num(ex.gate_pre), s=num(ex.gate)))
     with right:
         curve = activation_curves(-6.0, 4.0, 201)
         marks = {f"g{j + 1}": float(g) for j, g in enumerate(sw.gate_pre)} | {"s": ex.gate_pre}
         lines(curve.x.tolist(), {"SiLU": curve.values["silu"].tolist()}, key="silu",
-              x_title="g", y_title=t("moe.gate_axis"), marks=marks, table=False, height=300)
-    st.markdown(t("moe.gate_note", gates=vec(sw.gate)))
+              x_title="g", y_title=t("swiglu_moe.gate_axis"), marks=marks, table=False, height=300)
+    st.markdown(t("swiglu_moe.gate_note", gates=vec(sw.gate)))
 
 
 @part
 def experts() -> None:  # E, k, seed and the token: this section only
-    section(t("moe.moe_title"))
-    st.markdown(t("moe.moe_lead"))
+    section(t("swiglu_moe.moe_title"))
+    st.markdown(t("swiglu_moe.moe_lead"))
     first = float(renormalise(torch.tensor([0.3, 0.2]))[0])
-    number_exercise("renorm", t("moe.ex2_question"), first, t("moe.ex2_steps"), tolerance=0.005)
+    number_exercise(
+        "renorm", t("swiglu_moe.ex2_question"), first, t("swiglu_moe.ex2_steps"), tolerance=0.005
+    )
     with st.container(horizontal=True):
-        n_experts = number("E", t("moe.experts"), 2, 64, 8, gesture="slider")
-        k = number("k", t("moe.top_k"), 1, 64, 2, gesture="slider")
-        seed = number("seed", t("moe.seed"), 0, 9999, 0)
+        n_experts = number("E", t("swiglu_moe.experts"), 2, 64, 8, gesture="slider")
+        k = number("k", t("swiglu_moe.top_k"), 1, 64, 2, gesture="slider")
+        seed = number("seed", t("swiglu_moe.seed"), 0, 9999, 0)
     random_weights_note()
     gloss(TAIL6)
     with shown_errors():
@@ -75,73 +77,136 @@ def experts() -> None:  # E, k, seed and the token: this section only
         labels = [f"E{e + 1}" for e in range(n_experts)]
         cols = st.columns(2)
         with cols[0]:
-            heatmap(moe.route.probs, labels, TAIL6, key="probs", title=t("moe.probs_table"),
-                    explain=partial(prob_cell, moe, labels), zmin=0, zmax=1)
+            heatmap(
+                moe.route.probs,
+                labels,
+                TAIL6,
+                key="probs",
+                title=t("swiglu_moe.probs_table"),
+                explain=partial(prob_cell, moe, labels),
+                zmin=0,
+                zmax=1,
+            )
         with cols[1]:
-            heatmap(moe.gates, labels, TAIL6, key="weights", title=t("moe.weights_table", k=k),
-                    explain=partial(weight_cell, moe, labels), zmin=0, zmax=1,
-                    colorscale="Oranges")
-        i = choice("tok", t("moe.token"), list(range(len(TAIL6))), 2, widget="select",
-                   format_func=TAIL6.__getitem__)
-        parts = r" \\ &+ ".join(rf"{num(w)}\cdot{latex_vec(o)}" for w, o in
-                                zip(moe.route.weights[i], moe.expert_outputs[i], strict=True))
-        formula_steps(r"y = \sum_{e \in \mathrm{top}\text{-}k} w_e\,E_e(x)", parts,
-                latex_vec(moe.output[i]))
-        st.caption(t("moe.combined", w=TAIL6[i], experts=", ".join(
-            labels[e] for e in moe.route.indices[i].tolist())))
-        bars(labels, {t("moe.load_axis"): moe.load.tolist()}, key="load", decimals=0,
-             y_title=t("moe.load_axis"), height=280)
-        st.markdown(t("moe.load_note", even=short(moe.even_load), n=len(TAIL6), k=k, e=n_experts,
-                      most=int(moe.load.max()), idle=int((moe.load == 0).sum())))
+            heatmap(
+                moe.gates,
+                labels,
+                TAIL6,
+                key="weights",
+                title=t("swiglu_moe.weights_table", k=k),
+                explain=partial(weight_cell, moe, labels),
+                zmin=0,
+                zmax=1,
+                colorscale="Oranges",
+            )
+        i = choice(
+            "tok",
+            t("swiglu_moe.token"),
+            list(range(len(TAIL6))),
+            2,
+            widget="select",
+            format_func=TAIL6.__getitem__,
+        )
+        parts = r" \\ &+ ".join(
+            rf"{num(w)}\cdot{latex_vec(o)}"
+            for w, o in zip(moe.route.weights[i], moe.expert_outputs[i], strict=True)
+        )
+        formula_steps(
+            r"y = \sum_{e \in \mathrm{top}\text{-}k} w_e\,E_e(x)", parts, latex_vec(moe.output[i])
+        )
+        st.caption(
+            t(
+                "swiglu_moe.combined",
+                w=TAIL6[i],
+                experts=", ".join(labels[e] for e in moe.route.indices[i].tolist()),
+            )
+        )
+        bars(
+            labels,
+            {t("swiglu_moe.load_axis"): moe.load.tolist()},
+            key="load",
+            decimals=0,
+            y_title=t("swiglu_moe.load_axis"),
+            height=280,
+        )
+        st.markdown(
+            t(
+                "swiglu_moe.load_note",
+                even=short(moe.even_load),
+                n=len(TAIL6),
+                k=k,
+                e=n_experts,
+                most=int(moe.load.max()),
+                idle=int((moe.load == 0).sum()),
+            )
+        )
 
 
 @part
 def parameter_count() -> None:
-    section(t("moe.count_title"))
-    choice_exercise("memory", t("moe.ex3_question"),
-                    [t(f"moe.ex3_{o}") for o in ("active", "all", "one")], correct=1,
-                    explanation=t("moe.ex3_explain"))
+    section(t("swiglu_moe.count_title"))
+    choice_exercise(
+        "memory",
+        t("swiglu_moe.ex3_question"),
+        [t(f"swiglu_moe.ex3_{o}") for o in ("active", "all", "one")],
+        correct=1,
+        explanation=t("swiglu_moe.ex3_explain"),
+    )
     with st.container(horizontal=True):
-        count_e = number("n", t("moe.experts"), 1, 1024, 8)
-        count_k = number("pk", t("moe.top_k"), 1, 1024, 2)
-        millions = number("mpe", t("moe.millions"), 0.01, 1_000_000.0, 10.0, step=1.0)
+        count_e = number("n", t("swiglu_moe.experts"), 1, 1024, 8)
+        count_k = number("pk", t("swiglu_moe.top_k"), 1, 1024, 2)
+        millions = number("mpe", t("swiglu_moe.millions"), 0.01, 1_000_000.0, 10.0, step=1.0)
     with shown_errors():
         b = expert_budget(count_e, millions, count_k)  # 10{,}000: LaTeX spaces a bare comma
-        per, total, active = (f"{n:,}".replace(",", "{,}") for n in (b.per_expert, b.total,
-                                                                     b.active))
-        formula(r"N_{total} = E \times P,\qquad N_{active} = k \times P",
-                rf"{b.n_experts} \times {per} = {total},\qquad {b.k} \times {per} = {active}")
+        per, total, active = (
+            f"{n:,}".replace(",", "{,}") for n in (b.per_expert, b.total, b.active)
+        )
+        formula(
+            r"N_{total} = E \times P,\qquad N_{active} = k \times P",
+            rf"{b.n_experts} \times {per} = {total},\qquad {b.k} \times {per} = {active}",
+        )
         for col, name in zip(st.columns(2), ("total", "active"), strict=True):
-            col.metric(t(f"moe.{name}"), f"{short(getattr(b, name) / 1e6)} M")
-    st.markdown(t("moe.figures_note"))
+            col.metric(t(f"swiglu_moe.{name}"), f"{short(getattr(b, name) / 1e6)} M")
+    st.markdown(t("swiglu_moe.figures_note"))
 
 
-with stage_page("moe"):
-    section(t("moe.swiglu_title"))
-    choice_exercise("gate", t("moe.ex_question"), [t(f"moe.ex_{o}") for o in ("01", "unit", "any")],
-                    correct=2, explanation=t("moe.ex_explain"))
-    left, right = st.columns([2, 3])
-    with left:
-        x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
-        wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
-        wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
-        wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
-    with right, shown_errors():
-        sw = swiglu(x, wg, wu, wd)
-        steps = Stepper("hand", [t(f"moe.step_{s}") for s in ("gate", "up", "gated", "down")])
-        if steps.step(1, f"`{vec(sw.gate)}`"):
-            formula_steps(r"s = \mathrm{SiLU}(xW_{gate})",
-                          rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
-                    rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})", latex_vec(sw.gate))
-        if steps.step(2, f"`{vec(sw.up)}`"):
-            formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
-        if steps.step(3, f"`{vec(sw.gated)}`"):
-            formula_steps(r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
-                    latex_vec(sw.gated))
-        if steps.step(4, f"`{vec(sw.output)}`"):
-            formula_steps(r"y = (s \odot u)W_{down}", rf"{latex_vec(sw.gated)}{as_typed(wd)}",
-                    latex_vec(sw.output))
-    fold(t("moe.gate_title"))
-    gate_demo(sw)
-    experts()
-    parameter_count()
+section(t("swiglu_moe.swiglu_title"))
+choice_exercise(
+    "gate",
+    t("swiglu_moe.ex_question"),
+    [t(f"swiglu_moe.ex_{o}") for o in ("01", "unit", "any")],
+    correct=2,
+    explanation=t("swiglu_moe.ex_explain"),
+)
+left, right = st.columns([2, 3])
+with left:
+    x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+    wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
+    wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
+    wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
+with right, shown_errors():
+    sw = swiglu(x, wg, wu, wd)
+    steps = Stepper("hand", [t(f"swiglu_moe.step_{s}") for s in ("gate", "up", "gated", "down")])
+    if steps.step(1, f"`{vec(sw.gate)}`"):
+        formula_steps(
+            r"s = \mathrm{SiLU}(xW_{gate})",
+            rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
+            rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})",
+            latex_vec(sw.gate),
+        )
+    if steps.step(2, f"`{vec(sw.up)}`"):
+        formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
+    if steps.step(3, f"`{vec(sw.gated)}`"):
+        formula_steps(
+            r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}", latex_vec(sw.gated)
+        )
+    if steps.step(4, f"`{vec(sw.output)}`"):
+        formula_steps(
+            r"y = (s \odot u)W_{down}",
+            rf"{latex_vec(sw.gated)}{as_typed(wd)}",
+            latex_vec(sw.output),
+        )
+fold(t("swiglu_moe.gate_title"))
+gate_demo(sw)
+experts()
+parameter_count()

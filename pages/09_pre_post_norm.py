@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link
 from ui.reveal import Stepper
 
 FORMULAS = {  # two lines each, so that a formula fits half the page
@@ -47,7 +47,7 @@ def diagram(flow: BlockFlow, row: int, shown: int) -> None:
              for i, s in enumerate(flow.steps[:shown]) for j in s.inputs]
     notes += [{"x": lane[i], "y": -i, "showarrow": False, "bgcolor": "#fff", "borderpad": 5,
                "bordercolor": OP_COLOUR[s.op], "borderwidth": 3 if s.stream else 1.5,
-               "text": f"<b>{t('prepost.op_' + s.op)}</b><br>{vec(s.value[row])}",
+               "text": f"<b>{t('pre_post_norm.op_' + s.op)}</b><br>{vec(s.value[row])}",
                "font": {"size": 13, "color": "#212529"}} for i, s in enumerate(flow.steps[:shown])]
     n = len(flow.steps)
     hidden = {"visible": False, "fixedrange": True}
@@ -61,60 +61,112 @@ def diagram(flow: BlockFlow, row: int, shown: int) -> None:
 
 @part
 def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this section's own
-    section(t("prepost.stack_title"))
+    section(t("pre_post_norm.stack_title"))
     with shown_errors():
-        st.markdown(t("prepost.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
+        st.markdown(t("pre_post_norm.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
         quiz = st.container()  # predict first: filled once the block count is known
-        blocks = number("blocks", t("prepost.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
+        blocks = number("blocks", t("pre_post_norm.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
         cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
         pre, post = cmp.pre.stream_rms, cmp.post.stream_rms
         larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
             int(post[-1] > pre[-1])
         with quiz:
-            choice_exercise("grow", t("prepost.ex_question", blocks=blocks),
-                            [t("prepost.ex_pre"), t("prepost.ex_post"), t("prepost.ex_same")],
-                            correct=larger, explanation=t("prepost.ex_explain", blocks=blocks,
-                                                          pre=num(pre[-1]), post=num(post[-1])))
-            number_exercise("post_rms", t("prepost.ex2_question", blocks=blocks, norm=NAMES[norm]),
-                            post[-1], t(f"prepost.ex2_steps_{norm}", value=num(post[-1])))
-        lines(list(range(blocks + 1)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="sizes",
-              markers=True, x_title=t("prepost.blocks_x"), y_title=t("prepost.rms_y"),
-              y_range=(0, 1.15 * max(*pre, *post)))
+            choice_exercise(
+                "grow",
+                t("pre_post_norm.ex_question", blocks=blocks),
+                [t("pre_post_norm.ex_pre"), t("pre_post_norm.ex_post"), t("pre_post_norm.ex_same")],
+                correct=larger,
+                explanation=t(
+                    "pre_post_norm.ex_explain", blocks=blocks, pre=num(pre[-1]), post=num(post[-1])
+                ),
+            )
+            number_exercise(
+                "post_rms",
+                t("pre_post_norm.ex2_question", blocks=blocks, norm=NAMES[norm]),
+                post[-1],
+                t(f"pre_post_norm.ex2_steps_{norm}", value=num(post[-1])),
+            )
+        lines(
+            list(range(blocks + 1)),
+            {NAMES["pre"]: pre, NAMES["post"]: post},
+            key="sizes",
+            markers=True,
+            x_title=t("pre_post_norm.blocks_x"),
+            y_title=t("pre_post_norm.rms_y"),
+            y_range=(0, 1.15 * max(*pre, *post)),
+        )
         updates = cmp.pre.update_rms
-        st.markdown(t("prepost.measured", blocks=blocks, start=num(pre[0]), pre=num(pre[-1]),
-                      post=num(post[-1]), lo=num(min(updates)), hi=num(max(updates))))
-        st.caption(t("prepost.not_training"))
-        st.info(t("prepost.final_norm"), icon=":material/info:")
+        st.markdown(
+            t(
+                "pre_post_norm.measured",
+                blocks=blocks,
+                start=num(pre[0]),
+                pre=num(pre[-1]),
+                post=num(post[-1]),
+                lo=num(min(updates)),
+                hi=num(max(updates)),
+            )
+        )
+        st.caption(t("pre_post_norm.not_training"))
+        st.info(t("pre_post_norm.final_norm"), icon=":material/info:")
 
 
-with stage_page("prepost"):
-    cols = st.columns([3, 2, 4, 3])
-    with cols[0]:
-        norm = choice("norm", t("prepost.norm"), ("layer", "rms"), "layer", format_func=NAMES.get,
-                      widget="segmented", help=t("prepost.norm_help"))
-    with cols[1]:
-        seed = number("seed", t("prepost.seed"), 0, 9999, 0)
-    with cols[2]:
-        scale = number("scale", t("prepost.scale"), 0.1, 10.0, 1.0, gesture="both", step=0.1,
-                       help=t("prepost.scale_help"))
-    with cols[3]:
-        row = choice("pos", t("prepost.pos"), tuple(range(N_TOKENS)), N_TOKENS - 1,
-                     format_func=TAIL4.__getitem__, widget="segmented")
-    gloss(TAIL4)
-    with shown_errors():
-        cmp = measure(1, int(seed), float(scale), norm)
-        steps = Stepper("block", [t("prepost.step_attention"), t("prepost.step_ffn")])
-        shown = 7 if steps.shows(2) else 4  # x and the attention half, then the FFN half
-        for column, placement in zip(st.columns(2), ("pre", "post"), strict=True):
-            with column:
-                st.markdown(f"**{NAMES[placement]}** · {t('prepost.when_' + placement)}")
-                formula(FORMULAS[placement])
-                diagram(getattr(cmp, placement).first_block, row, shown)
-        st.caption(t("prepost.how_to_read"))
-        random_weights_note()
-        st.caption(t("prepost.setup", n=N_TOKENS, d=WIDTH, heads=HEADS, norm=NAMES[norm],
-                     word=TAIL4[row]))
+cols = st.columns([3, 2, 4, 3])
+with cols[0]:
+    norm = choice(
+        "norm",
+        t("pre_post_norm.norm"),
+        ("layer", "rms"),
+        "layer",
+        format_func=NAMES.get,
+        widget="segmented",
+        help=t("pre_post_norm.norm_help"),
+    )
+with cols[1]:
+    seed = number("seed", t("pre_post_norm.seed"), 0, 9999, 0)
+with cols[2]:
+    scale = number(
+        "scale",
+        t("pre_post_norm.scale"),
+        0.1,
+        10.0,
+        1.0,
+        gesture="both",
+        step=0.1,
+        help=t("pre_post_norm.scale_help"),
+    )
+with cols[3]:
+    row = choice(
+        "pos",
+        t("pre_post_norm.pos"),
+        tuple(range(N_TOKENS)),
+        N_TOKENS - 1,
+        format_func=TAIL4.__getitem__,
+        widget="segmented",
+    )
+gloss(TAIL4)
+with shown_errors():
+    cmp = measure(1, int(seed), float(scale), norm)
+    steps = Stepper("block", [t("pre_post_norm.step_attention"), t("pre_post_norm.step_ffn")])
+    shown = 7 if steps.shows(2) else 4  # x and the attention half, then the FFN half
+    for column, placement in zip(st.columns(2), ("pre", "post"), strict=True):
+        with column:
+            st.markdown(f"**{NAMES[placement]}** · {t('pre_post_norm.when_' + placement)}")
+            formula(FORMULAS[placement])
+            diagram(getattr(cmp, placement).first_block, row, shown)
+    st.caption(t("pre_post_norm.how_to_read"))
+    random_weights_note()
+    st.caption(
+        t(
+            "pre_post_norm.setup",
+            n=N_TOKENS,
+            d=WIDTH,
+            heads=HEADS,
+            norm=NAMES[norm],
+            word=TAIL4[row],
+        )
+    )
 
-    fold(t("prepost.stack_title"))
-    stack(int(seed), float(scale), norm)
-    stage_link("forward")
+fold(t("pre_post_norm.stack_title"))
+stack(int(seed), float(scale), norm)
+stage_link("forward")

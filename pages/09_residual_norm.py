@@ -16,7 +16,7 @@ from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
@@ -52,34 +52,34 @@ def mean_of(values, squared: bool = False) -> str:
 
 @part
 def residual() -> None:  # x and f(x): this section only
-    section(t("residual.res_title"))
+    section(t("residual_norm.res_title"))
     left, right = st.columns(2)
     with left:
         x_res, fx = vector("x", "x", [2, 1]), vector("fx", "f(x)", [0.1, -0.2])
     with right, shown_errors():
         y = col(residual_add(x_res, fx).output)
         formula(r"y = x + f(x)", rf"{col(x_res, places(x_res))} + {col(fx, places(fx))} = {y}")
-        st.markdown(t("residual.res_note", d=x_res.numel()))
+        st.markdown(t("residual_norm.res_note", d=x_res.numel()))
 
 
 @part
 def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
-    section(t("residual.norm_title"), folded=True)
-    st.markdown(t("residual.norm_lead"))
+    section(t("residual_norm.norm_title"), folded=True)
+    st.markdown(t("residual_norm.norm_lead"))
     left, right = st.columns([3, 2])
     with left:
-        d = number("d", t("residual.d"), 2, 6, 2, gesture="slider")
+        d = number("d", t("residual_norm.d"), 2, 6, 2, gesture="slider")
         x = vector(f"x{d}", "x", X_DEFAULT[:d])
     with right:
         eps = choice("eps", "ε", EPS_CHOICES, 1e-5, widget="slider",
                      format_func=lambda e: f"1e{round(math.log10(e))}")
-        gamma = matrix_input(f"g{d}", t("residual.gamma"), [1] * d)
-        beta = matrix_input(f"b{d}", t("residual.beta"), [0] * d)
+        gamma = matrix_input(f"g{d}", t("residual_norm.gamma"), [1] * d)
+        beta = matrix_input(f"b{d}", t("residual_norm.beta"), [0] * d)
     shifted = compare_norms(torch.tensor([11.0, 13.0], dtype=torch.float64), eps=eps)
     base = compare_norms(torch.tensor([1.0, 3.0], dtype=torch.float64), eps=eps)
-    choice_exercise("shift", t("residual.ex_question"),
-                    [t(f"residual.ex_{k}") for k in ("layer", "rms", "both", "neither")],
-                    correct=0, explanation=t("residual.ex_explain", layer=vec(
+    choice_exercise("shift", t("residual_norm.ex_question"),
+                    [t(f"residual_norm.ex_{k}") for k in ("layer", "rms", "both", "neither")],
+                    correct=0, explanation=t("residual_norm.ex_explain", layer=vec(
                         shifted.layer.output), rms=num(shifted.rms.rms), rms_out=vec(
                         shifted.rms.output), rms_before=vec(base.rms.output)))
     with shown_errors():
@@ -87,16 +87,16 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
         ln, rn, px, e = cmp.layer, cmp.rms, places(x), f"10^{{{round(math.log10(eps))}}}"
         rms_steps = (rf"\hat x_1 = \frac{{x_1}}{{\sqrt{{{mean_of(x.tolist(), True)} + {e}}}}}"
                      rf" = \frac{{{term(x[0])}}}{{{num(rn.rms)}}} = {num(rn.normalized[0])}")
-        number_exercise("rms1", t("residual.ex2_question"), float(rn.normalized[0]),
-                        explain.formula(t("residual.ex2_steps"), rms_steps))
-        steps = Stepper("norm", [t(f"residual.step_{k}") for k in
+        number_exercise("rms1", t("residual_norm.ex2_question"), float(rn.normalized[0]),
+                        explain.formula(t("residual_norm.ex2_steps"), rms_steps))
+        steps = Stepper("norm", [t(f"residual_norm.step_{k}") for k in
                                  ("center", "size", "divide", "scale")])
         side(["**LayerNorm**"], ["**RMSNorm**"])
         if steps.shows(1):
             side([(r"\mu", r"\tfrac{1}{d}\textstyle\sum_i x_i", rf"{mean_of(x.tolist())} = "
                    rf"{num(ln.mean)}"),
                   (r"x - \mu", rf"{col(x, px)} - {num(ln.mean)}", col(cmp.centered))],
-                 [t("residual.no_center", x=vec(x, px))])
+                 [t("residual_norm.no_center", x=vec(x, px))])
         if steps.shows(2):
             side([(r"\sigma^2", r"\tfrac{1}{d}\textstyle\sum_i (x_i - \mu)^2",
                    rf"{mean_of(cmp.centered.tolist(), True)} = {num(ln.var)}"),
@@ -112,39 +112,46 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                  [(r"\hat x", r"\frac{x}{\mathrm{RMS}}",
                    rf"\frac{{{col(x, px)}}}{{{num(rn.rms)}}} = {col(rn.normalized)}")])
             if d == 2:
-                st.caption(t("residual.two_numbers"))
+                st.caption(t("residual_norm.two_numbers"))
         if steps.shows(4):
             pg, pb = places(gamma), places(beta)
             side([("y", r"\gamma \odot \hat x + \beta", rf"{col(gamma, pg)} \odot "
                    rf"{col(ln.normalized)} + {col(beta, pb)}", col(ln.output))],
                  [("y", r"\gamma \odot \hat x", rf"{col(gamma, pg)} \odot {col(rn.normalized)}",
-                   col(rn.output)), t("residual.no_beta")])
+                   col(rn.output)), t("residual_norm.no_beta")])
             series = dict(x=x.tolist(), LayerNorm=ln.output.tolist(), RMSNorm=rn.output.tolist())
             span = 1.2 * max(abs(v) for values in series.values() for v in values) + 0.2
             bars([f"x[{i + 1}]" for i in range(d)], series, key="compare", height=300,
-                 y_title=t("residual.value"), y_range=(-span, span))
-        section(t("residual.eps_title"))
-        st.markdown(t("residual.eps_lead"))
+                 y_title=t("residual_norm.value"), y_range=(-span, span))
+        section(t("residual_norm.eps_title"))
+        st.markdown(t("residual_norm.eps_lead"))
         with st.container(horizontal=True):
             for name, value in (("try_constant", "2"), ("try_zero", "0")):
                 text = ", ".join([value] * d)
-                st.button(t(f"residual.{name}", x=text), on_click=st.session_state.__setitem__,
-                          args=(f"residual.x{d}", text))
+                st.button(t(f"residual_norm.{name}", x=text), on_click=st.session_state.__setitem__,
+                          args=(f"residual_norm.x{d}", text))
         rows = [ln.normalized, cmp.layer_no_eps.normalized, rn.normalized,
                 cmp.rms_no_eps.normalized]
-        names = [f"{n} x̂ · {t('residual.' + w)}" for n in ("LayerNorm", "RMSNorm")
+        names = [f"{n} x̂ · {t('residual_norm.' + w)}" for n in ("LayerNorm", "RMSNorm")
                  for w in ("with_eps", "without_eps")]
         st.table(matrix_frame(torch.stack(rows), [f"x̂[{i + 1}]" for i in range(d)], names))
         for name, effect, by in (("layer", cmp.layer_eps_effect, ln.std),
                                  ("rms", cmp.rms_eps_effect, rn.rms)):
             if math.isnan(effect):  # 0/0 without epsilon
-                st.warning(t(f"residual.{name}_zero", eps=f"${e}$", by=num(by, decimals_for(by))))
+                st.warning(t(f"residual_norm.{name}_zero", eps=f"${e}$",
+                             by=num(by, decimals_for(by))))
         if not math.isnan(cmp.layer_eps_effect + cmp.rms_eps_effect):
             places_ = decimals_for([cmp.layer_eps_effect, cmp.rms_eps_effect])
-            st.info(t("residual.eps_effect", eps=f"${e}$", layer=num(cmp.layer_eps_effect, places_),
-                      rms=num(cmp.rms_eps_effect, places_)), icon=":material/straighten:")
+            st.info(
+                t(
+                    "residual_norm.eps_effect",
+                    eps=f"${e}$",
+                    layer=num(cmp.layer_eps_effect, places_),
+                    rms=num(cmp.rms_eps_effect, places_),
+                ),
+                icon=":material/straighten:",
+            )
 
 
-with stage_page("residual"):
-    residual()
-    norms()
+residual()
+norms()

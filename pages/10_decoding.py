@@ -14,7 +14,7 @@ from ui.fmt import num, short
 from ui.i18n import t
 from ui.inputs import matrix_input, number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link
 from ui.reveal import ALL, Stepper
 
 MODEL_SEED, VOCAB, MAX_LEN = 7, 50, 16  # TinyDecoder with the article's settings
@@ -129,8 +129,7 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
             st.info(t("decoding.not_fixed"), icon=":material/alt_route:")
 
 
-with stage_page("decoding"):
-    gloss(PAYERS)
-    sampling()
-    fold(t("decoding.loop_title"))
-    generation_loop()
+gloss(PAYERS)
+sampling()
+fold(t("decoding.loop_title"))
+generation_loop()

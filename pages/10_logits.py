@@ -19,7 +19,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import part, section, stage_page
+from ui.page import part, section
 from ui.reveal import Stepper
 
 TABLE = [[1, 0], [0, 1], [0.5, -1]]  # E, one row per word: h = [2, 1] gives h Eᵀ = [2, 1, 0]
@@ -118,31 +118,30 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
             explain=partial(explain_cell, worked, rows), zmin=0, zmax=1, colorscale="Oranges")
 
 
-with stage_page("logits"):
-    gloss(PAYERS)
-    section(t("logits.head_title"))
-    left, right = st.columns([2, 3])
-    with left:
-        h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
-                         slider_labels=["h[1]", "h[2]"])
-        table = matrix_input("E", t("logits.table"), TABLE, rows=V)
-    head, sizes = tied_logits(h, table), tied_sizes(DecoderConfig())
-    with right:
-        formula(r"z = h\,E^\top,\quad z_i = h \cdot E_i", r"\begin{gathered}" + r" \\ ".join(
-            rf"z_{{\text{{{w}}}}} = {dot_terms(h, table[i])} = {num(head.logits[i])}"
-            for i, w in enumerate(PAYERS)) + r"\end{gathered}")
-        st.markdown(t("logits.tied", head=sizes.head, untied=f"{sizes.untied:,}",
-                      tied=f"{sizes.tied:,}"))
-    chosen_logits(head.logits)
+gloss(PAYERS)
+section(t("logits.head_title"))
+left, right = st.columns([2, 3])
+with left:
+    h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
+                     slider_labels=["h[1]", "h[2]"])
+    table = matrix_input("E", t("logits.table"), TABLE, rows=V)
+head, sizes = tied_logits(h, table), tied_sizes(DecoderConfig())
+with right:
+    formula(r"z = h\,E^\top,\quad z_i = h \cdot E_i", r"\begin{gathered}" + r" \\ ".join(
+        rf"z_{{\text{{{w}}}}} = {dot_terms(h, table[i])} = {num(head.logits[i])}"
+        for i, w in enumerate(PAYERS)) + r"\end{gathered}")
+    st.markdown(t("logits.tied", head=sizes.head, untied=f"{sizes.untied:,}",
+                  tied=f"{sizes.tied:,}"))
+chosen_logits(head.logits)
 
-    section(t("logits.real_title"))
-    tail = ARTICLE_TAIL
-    st.markdown(t("logits.real_lead", v=f"{tail.vocab:,}"))
-    formula(r"z = h\,W_{\text{head}}:\quad [1 \times d]\,[d \times V] \to [1 \times V]",
-            rf"[1 \times d]\,[d \times \text{{{tail.vocab:,}}}] \to "
-            rf"[1 \times \text{{{tail.vocab:,}}}]")
-    labels = [t("logits.candidate", n=i + 1) for i in range(len(tail.top))]
-    bars([*labels, t("logits.rest", n=f"{tail.rest_count:,}")],
-         {t("logits.prob"): [*tail.top, tail.rest_mass]}, key="tail", decimals=2, height=280)
-    st.markdown(t("logits.real_note", rest=f"{tail.rest_mass:.0%}", n=f"{tail.rest_count:,}",
-                  top=f"{tail.top_mass:.0%}", k=len(tail.top)))
+section(t("logits.real_title"))
+tail = ARTICLE_TAIL
+st.markdown(t("logits.real_lead", v=f"{tail.vocab:,}"))
+formula(r"z = h\,W_{\text{head}}:\quad [1 \times d]\,[d \times V] \to [1 \times V]",
+        rf"[1 \times d]\,[d \times \text{{{tail.vocab:,}}}] \to "
+        rf"[1 \times \text{{{tail.vocab:,}}}]")
+labels = [t("logits.candidate", n=i + 1) for i in range(len(tail.top))]
+bars([*labels, t("logits.rest", n=f"{tail.rest_count:,}")],
+     {t("logits.prob"): [*tail.top, tail.rest_mass]}, key="tail", decimals=2, height=280)
+st.markdown(t("logits.real_note", rest=f"{tail.rest_mass:.0%}", n=f"{tail.rest_count:,}",
+              top=f"{tail.top_mass:.0%}", k=len(tail.top)))

@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
-from ui.page import device_name, part, section, stage_page
+from ui.page import device_name, part, section
 
 VOCAB, MAX_LEN = 50, 16  # the article's vocabulary and position table
 QUESTIONS = {"q1": Q1, "q2": Q2}  # what the trained model reads
@@ -101,50 +101,49 @@ def walk(run: fp.ForwardRun, rows: list[str], tok) -> None:  # the step slider: 
                     explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows, tok))
 
 
-with stage_page("forward", uses_device=True):
-    trained = choice("model", t("forward.model"), ["random", "trained"], "random",
-                     widget="segmented", format_func=lambda m: t(f"forward.model_{m}")) != "random"
-    shapes = ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"]  # the first is right
-    choice_exercise("shape", t("forward.ex_question"), shapes, 0, t("forward.ex_explain"))
-    number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
-    section(t("forward.settings"))
-    if trained:
-        question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
-                                    format_func=QUESTIONS.get)]
-        st.info(t("forward.trained_note"), icon=":material/model_training:")
-        gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + ("商", "买"))
-    else:
-        with st.container(horizontal=True, vertical_alignment="bottom"):
-            width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")
-            heads = choice("heads", t("forward.heads"), [1, 2, 3, 4], 2, widget="segmented")
-            layers = choice("layers", t("forward.layers"), [1, 2, 3], 1, widget="segmented")
-            seed = number("seed", t("forward.seed"), 0, 9999, 7)
-        ids_text = text("ids", t("forward.ids"), ", ".join(map(str, fp.ARTICLE_IDS)), 100,
-                        help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
-        causal, ids = toggle("causal", t("forward.causal"), True), list(fp.ARTICLE_IDS)
-        with shown_errors():
-            ids = fp.parse_ids(ids_text, VOCAB, MAX_LEN)
-        random_weights_note()
+trained = choice("model", t("forward.model"), ["random", "trained"], "random",
+                 widget="segmented", format_func=lambda m: t(f"forward.model_{m}")) != "random"
+shapes = ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"]  # the first is right
+choice_exercise("shape", t("forward.ex_question"), shapes, 0, t("forward.ex_explain"))
+number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
+section(t("forward.settings"))
+if trained:
+    question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
+                                format_func=QUESTIONS.get)]
+    st.info(t("forward.trained_note"), icon=":material/model_training:")
+    gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + ("商", "买"))
+else:
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        width = choice("width", t("forward.width"), [4, 8, 12, 16], 8, widget="segmented")
+        heads = choice("heads", t("forward.heads"), [1, 2, 3, 4], 2, widget="segmented")
+        layers = choice("layers", t("forward.layers"), [1, 2, 3], 1, widget="segmented")
+        seed = number("seed", t("forward.seed"), 0, 9999, 7)
+    ids_text = text("ids", t("forward.ids"), ", ".join(map(str, fp.ARTICLE_IDS)), 100,
+                    help=t("forward.ids_help", v=VOCAB - 1, n=MAX_LEN))
+    causal, ids = toggle("causal", t("forward.causal"), True), list(fp.ARTICLE_IDS)
     with shown_errors():
-        run = shipped_run(question, device_name()) if trained else random_run(
-            seed, tuple(ids), device_name(), width=width, heads=heads, layers=layers, causal=causal)
-        c, trace, n, attention = run.model.config, run.trace, len(run.ids), run.attention
-        tok = (lambda i: f"{i}「{run.names[i]}」") if trained else str  # an ID, named
-        rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
-        section(t("forward.run_title"))
-        st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
-                      device=run.model.device.type.upper(), logits=shape(trace.logits), n=n,
-                      v=c.vocab, attention=shape(trace.attention_weights), hd=c.head_dim))
-        mode = "on" if c.causal else "off"
-        st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
-                                first=", ".join(map(short, attention[h, 0].tolist())),
-                                all=", ".join(map(short, attention[h, -1].tolist())))
-                              for h in range(c.heads)))
-        (st.success if c.causal else st.warning)(t(f"forward.causal_{mode}",
-                                                   w=num(fp.later_weight(attention)[0, 0])))
-        st.info(t("forward.last_only", last=n - 1, id=tok(run.ids[-1]), v=c.vocab, logits=shape(
-            trace.logits), top=", ".join(f"({tok(i)}, {num(p, 4)})" for i, p in run.top[:3])),
-                icon=":material/arrow_forward:")
-        bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
-             key="top", decimals=4, x_title=t("forward.next_id"), height=260)
-        walk(run, rows, tok)
+        ids = fp.parse_ids(ids_text, VOCAB, MAX_LEN)
+    random_weights_note()
+with shown_errors():
+    run = shipped_run(question, device_name()) if trained else random_run(
+        seed, tuple(ids), device_name(), width=width, heads=heads, layers=layers, causal=causal)
+    c, trace, n, attention = run.model.config, run.trace, len(run.ids), run.attention
+    tok = (lambda i: f"{i}「{run.names[i]}」") if trained else str  # an ID, named
+    rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
+    section(t("forward.run_title"))
+    st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
+                  device=run.model.device.type.upper(), logits=shape(trace.logits), n=n,
+                  v=c.vocab, attention=shape(trace.attention_weights), hd=c.head_dim))
+    mode = "on" if c.causal else "off"
+    st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
+                            first=", ".join(map(short, attention[h, 0].tolist())),
+                            all=", ".join(map(short, attention[h, -1].tolist())))
+                          for h in range(c.heads)))
+    (st.success if c.causal else st.warning)(t(f"forward.causal_{mode}",
+                                               w=num(fp.later_weight(attention)[0, 0])))
+    st.info(t("forward.last_only", last=n - 1, id=tok(run.ids[-1]), v=c.vocab, logits=shape(
+        trace.logits), top=", ".join(f"({tok(i)}, {num(p, 4)})" for i, p in run.top[:3])),
+            icon=":material/arrow_forward:")
+    bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
+         key="top", decimals=4, x_title=t("forward.next_id"), height=260)
+    walk(run, rows, tok)

@@ -13,7 +13,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
-from ui.page import fold, part, section, stage_link, stage_page
+from ui.page import fold, part, section, stage_link
 from ui.reveal import Stepper
 
 SOURCE, TARGET, CHAT = "who pays the shipping ?", "运费 谁 承担", "请解释Transformer"
@@ -125,25 +125,24 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
             st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
 
 
-with stage_page("backbones"):
-    section(t("backbones.side_title"))
-    kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self), ("cross", PATTERN.cross))
-    for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
-        with column:
-            st.markdown(f"**{t(f'backbones.{kind}_name')}**")
-            mask_map(kind, allowed)
-            st.markdown(t(f"backbones.{kind}_text"))
-            st.caption(t(f"backbones.{kind}_use"))
-    st.caption(t("backbones.legend"))
+section(t("backbones.side_title"))
+kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self), ("cross", PATTERN.cross))
+for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
+    with column:
+        st.markdown(f"**{t(f'backbones.{kind}_name')}**")
+        mask_map(kind, allowed)
+        st.markdown(t(f"backbones.{kind}_text"))
+        st.caption(t(f"backbones.{kind}_use"))
+st.caption(t("backbones.legend"))
 
-    choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
-        "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
-    fold(t("backbones.cross_title"))
-    cross_attention()
+choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
+    "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
+fold(t("backbones.cross_title"))
+cross_attention()
 
-    section(t("backbones.why_title"))
-    st.markdown(t("backbones.why", chat=CHAT))
-    gloss(("请", "解释"))
-    formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
-    st.markdown(t("backbones.why_cache"))
-    stage_link("kvcache")
+section(t("backbones.why_title"))
+st.markdown(t("backbones.why", chat=CHAT))
+gloss(("请", "解释"))
+formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
+st.markdown(t("backbones.why_cache"))
+stage_link("kv_cache")

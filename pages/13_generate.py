@@ -16,7 +16,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
 from ui.notes import shown_errors
-from ui.page import device_name, fold, part, section, stage_page
+from ui.page import device_name, fold, part, section
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 NEW = " ★"  # marks a K/V row computed in the step shown
@@ -104,47 +104,46 @@ def one_step(cmp: CacheComparison, tokens: list[str], n: int, n_new: int, layers
         logit=f"{cmp.logit_gaps[k - 1]:.1e}", kv=f"{cmp.kv_gaps[k - 1]:.1e}"))
 
 
-with stage_page("generate", uses_device=True):
-    device = device_name()
-    left, right = st.columns([3, 2], vertical_alignment="bottom")
-    with left:
-        asked = text("q", t("generate.q"), Q1, MAX_CHARS, help=t("generate.q_help"))
-    with right:
-        n_new = number("n", t("generate.n"), 1, MAX_NEW_TOKENS, ANSWER_LENGTH, gesture="slider")
-    gloss(Q1_WORDS + PAYERS[:2])
-    with shown_errors():
-        cmp = run(device, asked, n_new)
-        trained = shipped_model(device)
-        n, layers, heads = len(cmp.cached.prompt), trained.model.layers, trained.model.heads
-        tokens = [trained.vocab.tokens[i] for i in cmp.cached.prompt + cmp.cached.new_ids]
-        st.markdown(t("generate.result", question="".join(tokens[:n]),
-                      answer="".join(tokens[n:]), device=device.upper()))
-        st.caption(t("generate.not_advice") + (" " + t("generate.beyond", m=ANSWER_LENGTH)
-                                               if n_new > ANSWER_LENGTH else ""))
-        one_step(cmp, tokens, n, n_new, layers, heads)
-        full = cmp.recomputed
-        section(t("generate.work_title"))
-        number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
-                        full.cumulative[-1].positions,
-                        t("generate.ex2_steps", terms=" + ".join(
-                            str(s.work.positions) for s in full.steps),
-                          total=full.cumulative[-1].positions, cached=" + ".join(
-                            str(s.work.positions) for s in cmp.cached.steps),
-                          cached_total=cmp.cached.cumulative[-1].positions),
-                        tolerance=0, decimals=0)
-        st.markdown(t("generate.work_lead"))
-        pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
-                    strict=True)
-        st.table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
-            a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
-            a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
-            for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[
-            t(f"generate.col_{c}") for c in COLUMNS]))
-        lines(list(range(1, n_new + 1)), {
-            t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
-            t("generate.without"): [w.multiply_adds for w in full.cumulative]},
-            key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
-            markers=True, table=False, decimals=0, whole_x=True)
-        a, b = cmp.cached.cumulative[-1].multiply_adds, full.cumulative[-1].multiply_adds
-        st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
-        st.caption(t("generate.work_note"))
+device = device_name()
+left, right = st.columns([3, 2], vertical_alignment="bottom")
+with left:
+    asked = text("q", t("generate.q"), Q1, MAX_CHARS, help=t("generate.q_help"))
+with right:
+    n_new = number("n", t("generate.n"), 1, MAX_NEW_TOKENS, ANSWER_LENGTH, gesture="slider")
+gloss(Q1_WORDS + PAYERS[:2])
+with shown_errors():
+    cmp = run(device, asked, n_new)
+    trained = shipped_model(device)
+    n, layers, heads = len(cmp.cached.prompt), trained.model.layers, trained.model.heads
+    tokens = [trained.vocab.tokens[i] for i in cmp.cached.prompt + cmp.cached.new_ids]
+    st.markdown(t("generate.result", question="".join(tokens[:n]),
+                  answer="".join(tokens[n:]), device=device.upper()))
+    st.caption(t("generate.not_advice") + (" " + t("generate.beyond", m=ANSWER_LENGTH)
+                                           if n_new > ANSWER_LENGTH else ""))
+    one_step(cmp, tokens, n, n_new, layers, heads)
+    full = cmp.recomputed
+    section(t("generate.work_title"))
+    number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
+                    full.cumulative[-1].positions,
+                    t("generate.ex2_steps", terms=" + ".join(
+                        str(s.work.positions) for s in full.steps),
+                      total=full.cumulative[-1].positions, cached=" + ".join(
+                        str(s.work.positions) for s in cmp.cached.steps),
+                      cached_total=cmp.cached.cumulative[-1].positions),
+                    tolerance=0, decimals=0)
+    st.markdown(t("generate.work_lead"))
+    pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
+                strict=True)
+    st.table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
+        a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
+        a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
+        for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[
+        t(f"generate.col_{c}") for c in COLUMNS]))
+    lines(list(range(1, n_new + 1)), {
+        t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
+        t("generate.without"): [w.multiply_adds for w in full.cumulative]},
+        key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
+        markers=True, table=False, decimals=0, whole_x=True)
+    a, b = cmp.cached.cumulative[-1].multiply_adds, full.cumulative[-1].multiply_adds
+    st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
+    st.caption(t("generate.work_note"))

@@ -15,7 +15,7 @@ from ui.i18n import t
 from ui.inputs import choice, text
 from ui.models import shipped_model
 from ui.notes import shown_errors
-from ui.page import device_name, part, section, stage_page
+from ui.page import device_name, part, section
 from ui.state import kit_key
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
@@ -91,60 +91,59 @@ def every_head(found: dict[str, Inspection]) -> None:  # the question shown: thi
                             title=t("inside.head_label", b=b + 1, h=h + 1))
 
 
-with stage_page("inside", uses_device=True):
-    device = device_name()
-    found: dict[str, Inspection] = {}
-    for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
+device = device_name()
+found: dict[str, Inspection] = {}
+for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
+    with column:
+        asked = text(name, t(f"inside.{name}"), default, MAX_CHARS, help=t("inside.q_help"))
+        with shown_errors():
+            found[name] = inspect(device, asked)
+            answer(found[name])
+trained = shipped_model(device)
+s, ev = trained.settings, trained.config["heldout"]
+st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
+             steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],
+             n=ev["n"], device=device.upper()))
+extra = [w for insp in found.values() for w in (insp.example.item, insp.example.reason) if w]
+gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + tuple(extra))
+
+section(t("inside.probs_title"))
+running = inspect(device, Q1)
+first, word = running.first_token, running.word
+number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
+                          p2=num(word.merchant / first.merchant)),
+                word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
+                                 p2=num(word.merchant / first.merchant, 4),
+                                 p=num(word.merchant, 4)))
+st.markdown(t("inside.probs_lead"))
+for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+    if name in found:
+        insp = found[name]
         with column:
-            asked = text(name, t(f"inside.{name}"), default, MAX_CHARS, help=t("inside.q_help"))
-            with shown_errors():
-                found[name] = inspect(device, asked)
-                answer(found[name])
-    trained = shipped_model(device)
-    s, ev = trained.settings, trained.config["heldout"]
-    st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
-                 steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],
-                 n=ev["n"], device=device.upper()))
-    extra = [w for insp in found.values() for w in (insp.example.item, insp.example.reason) if w]
-    gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + tuple(extra))
+            st.markdown(f"**{insp.question}**")
+            bars(list(PAYERS[:2]), {
+                t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
+                t("inside.word"): [insp.word.merchant, insp.word.buyer]},
+                key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
 
-    section(t("inside.probs_title"))
-    running = inspect(device, Q1)
-    first, word = running.first_token, running.word
-    number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
-                              p2=num(word.merchant / first.merchant)),
-                    word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
-                                     p2=num(word.merchant / first.merchant, 4),
-                                     p=num(word.merchant, 4)))
-    st.markdown(t("inside.probs_lead"))
-    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
-        if name in found:
-            insp = found[name]
-            with column:
-                st.markdown(f"**{insp.question}**")
-                bars(list(PAYERS[:2]), {
-                    t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
-                    t("inside.word"): [insp.word.merchant, insp.word.buyer]},
-                    key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
+section(t("inside.where_title"), folded=True)
+even, reason_shares = running.uniform.reason, [h.shares.reason for h in running.heads]
+verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
+choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),
+                          r=len(running.reason_positions), reason=running.example.reason),
+                [t("inside.ex_all_more"), t("inside.ex_all_less"), t("inside.ex_mixed")],
+                correct=verdict, explanation=t("inside.ex_explain", shares=", ".join(
+                    num(x) for x in reason_shares), even=num(even)))
+st.markdown(t("inside.where_lead"))
+for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+    if name in found:
+        with column:
+            st.markdown(f"**{found[name].question}**")
+            answering_rows(found[name], name)
+            shares_table(found[name])
+st.info(t("inside.not_why"), icon=":material/school:")
 
-    section(t("inside.where_title"), folded=True)
-    even, reason_shares = running.uniform.reason, [h.shares.reason for h in running.heads]
-    verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
-    choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),
-                              r=len(running.reason_positions), reason=running.example.reason),
-                    [t("inside.ex_all_more"), t("inside.ex_all_less"), t("inside.ex_mixed")],
-                    correct=verdict, explanation=t("inside.ex_explain", shares=", ".join(
-                        num(x) for x in reason_shares), even=num(even)))
-    st.markdown(t("inside.where_lead"))
-    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
-        if name in found:
-            with column:
-                st.markdown(f"**{found[name].question}**")
-                answering_rows(found[name], name)
-                shares_table(found[name])
-    st.info(t("inside.not_why"), icon=":material/school:")
-
-    more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
-    with more:  # drawn once opened: L x H more tables would slow every open of this page
-        if more.open:
-            every_head(found)
+more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
+with more:  # drawn once opened: L x H more tables would slow every open of this page
+    if more.open:
+        every_head(found)

@@ -13,7 +13,7 @@ from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import number
 from ui.notes import random_weights_note, shown_errors
-from ui.page import section, stage_page
+from ui.page import section
 from ui.state import kit_key
 from ui.training_slot import QueueFull, training_slot
 
@@ -89,60 +89,59 @@ def answers(ev, seen) -> list[str]:  # held-out count, then both questions' answ
                 b=num(s.word.buyer)) for s in seen)]
 
 
-with stage_page("training"):
-    left, right = st.columns([1, 2], gap="large")
-    with left:
-        section(t("training.settings"))
-        layers = number("layers", t("training.layers"), *B["layers"], D.layers, gesture="slider")
-        heads = number("heads", t("training.heads"), *B["heads"], D.heads, gesture="slider")
-        width = number("width", t("training.width"), *B["width"], D.width, gesture="both",
-                       help=t("training.width_help"))
-        steps = number("steps", t("training.steps"), *B["steps"], D.steps, gesture="both")
-        rate = number("lr", t("training.rate"), *B["learning_rate"], D.learning_rate, step=0.0005,
-                      fmt="%.4f")
-        seed = number("seed", t("training.seed"), *B["seed"], D.seed)
-    result = seen = None  # probed once, when trained: a rerun repeats no model run
-    with right:
-        even = untrained(D)
-        number_exercise("even", t("training.ex2_question", v=even.vocab), even.even, t(
-            "training.ex2_steps", v=even.vocab, even=num(even.even)), tolerance=0.01)
-        with shown_errors():
-            settings = tr.check_settings(tr.TrainSettings(layers, width, heads, steps, rate, seed))
-            start = untrained(settings)
-            st.markdown(t("training.untrained", loss=num(start.heldout), v=start.vocab,
-                          even=num(start.even)))
-            weights_note, shown = st.empty(), st.session_state.setdefault(kit_key("shown"), {})
-            if st.session_state.pop(kit_key("running"), False):
-                st.warning(t("training.stopped"), icon=":material/stop_circle:")
-            if st.button(t("training.train"), key=kit_key("train"), type="primary",
-                         icon=":material/model_training:"):
-                shown[settings] = run(settings, finished())
-            kept = finished().get(settings) if shown.get(settings) else None
-            result, seen = kept or (None, None)
-            if result is None:  # the model on show is still the untrained one
-                with weights_note:
-                    random_weights_note()
-            else:
-                (st.info if shown[settings] == "reused" else st.success)(t(
-                    f"training.{shown[settings]}", steps=result.steps_done,
-                    s=num(result.seconds, 1)))
-                lines([p.step for p in result.history], curves(result.history), key="curve",
-                      x_title=t("training.step"), y_title=t("training.loss"), markers=True)
-                st.caption(t("training.curve_note"))
+left, right = st.columns([1, 2], gap="large")
+with left:
+    section(t("training.settings"))
+    layers = number("layers", t("training.layers"), *B["layers"], D.layers, gesture="slider")
+    heads = number("heads", t("training.heads"), *B["heads"], D.heads, gesture="slider")
+    width = number("width", t("training.width"), *B["width"], D.width, gesture="both",
+                   help=t("training.width_help"))
+    steps = number("steps", t("training.steps"), *B["steps"], D.steps, gesture="both")
+    rate = number("lr", t("training.rate"), *B["learning_rate"], D.learning_rate, step=0.0005,
+                  fmt="%.4f")
+    seed = number("seed", t("training.seed"), *B["seed"], D.seed)
+result = seen = None  # probed once, when trained: a rerun repeats no model run
+with right:
+    even = untrained(D)
+    number_exercise("even", t("training.ex2_question", v=even.vocab), even.even, t(
+        "training.ex2_steps", v=even.vocab, even=num(even.even)), tolerance=0.01)
+    with shown_errors():
+        settings = tr.check_settings(tr.TrainSettings(layers, width, heads, steps, rate, seed))
+        start = untrained(settings)
+        st.markdown(t("training.untrained", loss=num(start.heldout), v=start.vocab,
+                      even=num(start.even)))
+        weights_note, shown = st.empty(), st.session_state.setdefault(kit_key("shown"), {})
+        if st.session_state.pop(kit_key("running"), False):
+            st.warning(t("training.stopped"), icon=":material/stop_circle:")
+        if st.button(t("training.train"), key=kit_key("train"), type="primary",
+                     icon=":material/model_training:"):
+            shown[settings] = run(settings, finished())
+        kept = finished().get(settings) if shown.get(settings) else None
+        result, seen = kept or (None, None)
+        if result is None:  # the model on show is still the untrained one
+            with weights_note:
+                random_weights_note()
+        else:
+            (st.info if shown[settings] == "reused" else st.success)(t(
+                f"training.{shown[settings]}", steps=result.steps_done,
+                s=num(result.seconds, 1)))
+            lines([p.step for p in result.history], curves(result.history), key="curve",
+                  x_title=t("training.step"), y_title=t("training.loss"), markers=True)
+            st.caption(t("training.curve_note"))
 
-    choice_exercise("rule", t("training.ex_question"),
-                    [t(f"training.ex_{k}") for k in ("train", "heldout", "steps")], correct=1,
-                    explanation=t("training.ex_explain"))
-    if result is not None:
-        section(t("training.results"))
-        st.warning(t("training.generated"), icon=":material/gavel:")
-        st.markdown(t("training.accuracy", correct=result.heldout.correct, n=result.heldout.n,
-                      pct=num(100 * result.heldout.accuracy, 1)))
-        gloss([*Q1_WORDS, *Q2_WORDS, *PAYER_WORDS.values()])
-        rows = [t("training.row_heldout"), *(t("training.row_question", q=q, payer=PAYER_WORDS[
-            find_question(q).payer]) for q in QUESTIONS)]
-        columns = {t("training.col_yours"): answers(result.heldout, seen)}
-        with shown_errors():
-            columns[t("training.col_shipped")] = answers(*shipped())
-        st.table(pd.DataFrame(columns, index=rows))
-        st.caption(t("training.table_note"))
+choice_exercise("rule", t("training.ex_question"),
+                [t(f"training.ex_{k}") for k in ("train", "heldout", "steps")], correct=1,
+                explanation=t("training.ex_explain"))
+if result is not None:
+    section(t("training.results"))
+    st.warning(t("training.generated"), icon=":material/gavel:")
+    st.markdown(t("training.accuracy", correct=result.heldout.correct, n=result.heldout.n,
+                  pct=num(100 * result.heldout.accuracy, 1)))
+    gloss([*Q1_WORDS, *Q2_WORDS, *PAYER_WORDS.values()])
+    rows = [t("training.row_heldout"), *(t("training.row_question", q=q, payer=PAYER_WORDS[
+        find_question(q).payer]) for q in QUESTIONS)]
+    columns = {t("training.col_yours"): answers(result.heldout, seen)}
+    with shown_errors():
+        columns[t("training.col_shipped")] = answers(*shipped())
+    st.table(pd.DataFrame(columns, index=rows))
+    st.caption(t("training.table_note"))

@@ -1,7 +1,7 @@
 """The classroom around every page: presenter view, keyboard, sharing by QR code, and
 the downloads (the page's state as JSON, its tables as CSV, a printable handout).
 
-Presenter view (?present=1, or the sidebar switch): no sidebar or toolbar, larger type,
+Presenter view (?present=true, or the sidebar switch): no sidebar or toolbar, larger type,
 a bar that always shows the stage and large previous / next buttons; the arrow keys
 move between stages and N / B through the steps of a worked example.
 """
@@ -16,11 +16,9 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from ui import handout, state
-from ui.i18n import LANG_PARAM, current_lang, t
+from ui.i18n import current_lang, t
 
-PRESENT_PARAM = "present"
 PUBLIC_URL_ENV = "TINYFORMER_PUBLIC_URL"  # the address the class uses, e.g. a LAN IP
-_PRESENT = "_present"
 _ADDRESS = "_share_address"
 
 _PRESENTER_CSS = """<style>
@@ -125,30 +123,18 @@ if (!window.__tinyformerKeys) {
 
 
 def resolve_presenting() -> bool:
-    """Presenter view from the URL (?present=1); kept in the session for the kit."""
-    on = st.query_params.get(PRESENT_PARAM) == "1"
-    st.session_state[_PRESENT] = on
+    """Presenter view from the URL (?present=true), kept while the learner moves on."""
+    on = state.initial(state.PRESENT, False, state.BOOL_CODEC, t("kit.presenter"))
+    state.write_url(state.PRESENT, on, False, state.BOOL_CODEC)
     return on
 
 
 def presenting() -> bool:
-    return bool(st.session_state.get(_PRESENT, False))
-
-
-def link_params() -> dict[str, str]:
-    """What every link between our pages carries: the language and presenter view."""
-    params = {LANG_PARAM: current_lang()}
-    if presenting():
-        params[PRESENT_PARAM] = "1"
-    return params
+    return bool(st.session_state.get(state.PRESENT, False))
 
 
 def set_presenting(on: bool) -> None:
-    if on:
-        st.query_params[PRESENT_PARAM] = "1"
-    elif PRESENT_PARAM in st.query_params:
-        del st.query_params[PRESENT_PARAM]
-    st.session_state[_PRESENT] = on
+    state.set_value(state.PRESENT, on, False, state.BOOL_CODEC)
 
 
 def page_chrome() -> None:

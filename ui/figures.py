@@ -153,30 +153,15 @@ def _current_cell(url_key: str, chart_key: str, n_rows: int, n_cols: int
     """A new click wins; otherwise the cell clicked before (or named by the link)."""
     clicked = _clicked_cell(st.session_state.get(chart_key), n_rows, n_cols)
     if clicked is None:
-        known = state.initial(url_key, None, _CELL_CODEC, None)
+        known = state.initial(url_key, None, state.CELL_CODEC, None)
         clicked = known if known is not None and _inside(known, n_rows, n_cols) else None
     st.session_state[url_key] = clicked
-    state.write_url(url_key, clicked, None, _CELL_CODEC)
+    state.write_url(url_key, clicked, None, state.CELL_CODEC)
     return clicked
 
 
 def _inside(cell: tuple[int, int], n_rows: int, n_cols: int) -> bool:
     return 0 <= cell[0] < n_rows and 0 <= cell[1] < n_cols
-
-
-def _decode_cell(raw: str) -> tuple[int, int]:
-    row, col = (int(part) for part in raw.split(","))
-    return row, col
-
-
-# A link naming a cell that does not exist is ignored without a note: the cell may
-# simply have gone with a smaller matrix.
-_CELL_CODEC = state.Codec(
-    encode=lambda cell: f"{cell[0]},{cell[1]}",
-    decode=_decode_cell,
-    valid=lambda cell: cell is None or (isinstance(cell, tuple) and len(cell) == 2
-                                        and all(isinstance(v, int) for v in cell)),
-)
 
 
 def _cell_font(n_cols: int) -> int:

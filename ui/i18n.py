@@ -1,8 +1,9 @@
 """Translated text: `t(key, **values)` for the session's language.
 
 The two catalogues (assets/i18n/zh.toml, en.toml) hold the same keys; a test checks.
-The language comes from `?lang=` in the URL, else from the browser locale, else
-Chinese. It is always written back to the URL so a shared link keeps it.
+The frame (ui/frame.py) resolves the session's language once per run: `?lang=` in the
+URL, else the session's, else the browser locale, else Chinese; it is always written
+back to the URL so that a shared link keeps it.
 """
 
 from __future__ import annotations
@@ -46,28 +47,13 @@ def lang_from_locale(locale: str | None) -> str:
     return DEFAULT_LANG
 
 
-def resolve_lang() -> str:
-    """The session's language: URL first, then the browser locale. Writes it to the URL."""
-    asked = st.query_params.get(LANG_PARAM)
-    lang = asked if asked in LANGS else lang_from_locale(st.context.locale)
-    if asked != lang:
-        st.query_params[LANG_PARAM] = lang
-    st.session_state["_lang"] = lang
-    return lang
-
-
-_last_lang = DEFAULT_LANG  # see current_lang
-
-
 def current_lang() -> str:
-    """The session's language. Outside a script run (AppTest rebuilds a widget's option
-    labels from the test's own thread) there is no session: the language of the last
-    run is used, which in a test is the one session's."""
-    global _last_lang
+    """The session's language (the frame resolves it at the start of every run).
+    Outside a script run there is no session: the default language. (The kit draws
+    every option label during the run, so nothing translates from another thread.)"""
     if get_script_run_ctx(suppress_warning=True) is None:
-        return _last_lang
-    _last_lang = st.session_state.get("_lang", DEFAULT_LANG)
-    return _last_lang
+        return DEFAULT_LANG
+    return st.session_state.get(LANG_PARAM, DEFAULT_LANG)
 
 
 def t(key: str, **values: object) -> str:

@@ -25,47 +25,9 @@ import torch
 from ui import state
 from ui.i18n import t
 from ui.parse import ParseError, format_matrix, parse_matrix
-from ui.state import Codec
+from ui.state import choice_codec, number_codec, text_codec
 
 MAX_SLIDERS = 8  # more sliders than this stop being a gesture and become a form
-
-
-# --- Codecs: how each kind of value is written in the URL ------------------------------
-def _number_codec(lo: float, hi: float, whole: bool) -> Codec:
-    def valid(v: Any) -> bool:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return False
-        if whole and not isinstance(v, int):
-            return False
-        return math.isfinite(v) and lo <= v <= hi
-
-    return Codec(encode=_number_text, decode=int if whole else float, valid=valid)
-
-
-def _number_text(value: float) -> str:
-    """Exact and short: 5, 0.5, 0.7071067811865476 (a link must reproduce the digits)."""
-    if isinstance(value, int) or float(value).is_integer():
-        return str(int(value))
-    return repr(float(value))
-
-
-def _choice_codec(options: Sequence[Any]) -> Codec:
-    by_text = {str(o): o for o in options}
-
-    def decode(raw: str) -> Any:
-        if raw not in by_text:
-            raise ValueError(raw)
-        return by_text[raw]
-
-    return Codec(encode=str, decode=decode,
-                 valid=lambda v: not isinstance(v, bool) and v in options
-                 and type(v) is type(by_text.get(str(v))))
-
-
-
-
-def _text_codec(max_chars: int) -> Codec:
-    return Codec(encode=str, decode=str, valid=lambda v: isinstance(v, str) and len(v) <= max_chars)
 
 
 # --- Plain inputs -----------------------------------------------------------------------
@@ -81,7 +43,7 @@ def number(name: str, label: str, lo: float, hi: float, default: float, *,
         (step is None or isinstance(step, int))
     step = step if step is not None else (1 if whole else 0.1)
     key = state.qualify(name)
-    codec = _number_codec(lo, hi, whole)
+    codec = number_codec(lo, hi, whole)
     value = state.initial(key, default, codec, label)
     common = {"min_value": lo, "max_value": hi, "step": step, "help": help}
     if fmt:
@@ -123,9 +85,12 @@ def choice(name: str, label: str, options: Sequence[Any], default: Any, *,
     naming an impossible value still gets one).
     """
     key = state.qualify(name)
-    codec = _choice_codec(options)
+    codec = choice_codec(options)
     state.initial(key, default, codec, label, quiet_stale=options_shrink)
     options = list(options)
+    # Labels translated now, in this run: Streamlit may format them again outside it.
+    labels = {option: format_func(option) for option in options}
+    format_func = labels.__getitem__
     if widget == "radio":
         value = st.radio(label, options, key=key, format_func=format_func, horizontal=True,
                          help=help)
@@ -152,7 +117,7 @@ def text(name: str, label: str, default: str, max_chars: int, *,
          help: str | None = None) -> str:
     """Free text, at most max_chars (the box's counter shows the same limit)."""
     key = state.qualify(name)
-    codec = _text_codec(max_chars)
+    codec = text_codec(max_chars)
     state.initial(key, default, codec, label)
     value = st.text_input(label, key=key, max_chars=max_chars, help=help) or ""
     state.write_url(key, value, default, codec)
@@ -185,12 +150,12 @@ def matrix_input(
     key = state.qualify(name)
     default_text = format_matrix(grid, vector=vector)
     max_chars = 2000
-    state.initial(key, default_text, _text_codec(max_chars), label)
+    state.initial(key, default_text, text_codec(max_chars), label)
     text_value = st.text_input(label, key=key, help=help or t("input.format_help"),
                                max_chars=max_chars)
     if not vector:
         _format_note_once()  # below the box, so boxes side by side stay aligned
-    state.write_url(key, text_value, default_text, _text_codec(max_chars))
+    state.write_url(key, text_value, default_text, text_codec(max_chars))
     valid_key = f"_{key}{state.PRIVATE}valid"
     try:
         grid = parse_matrix(text_value or "", rows, cols, bound)

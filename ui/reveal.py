@@ -31,9 +31,7 @@ class Stepper:
         self.fold_at = fold_at
         self.key = f"{state.current_stage()}.{name}.step"
         total = len(self.labels)
-        codec = state.Codec(encode=str, decode=int,
-                            valid=lambda v: isinstance(v, int) and not isinstance(v, bool)
-                            and 0 <= v <= total)
+        codec = state.step_codec(total)
         stale = st.session_state.get(self.key)
         if isinstance(stale, int) and not isinstance(stale, bool) and stale > total:
             st.session_state[self.key] = total  # fewer steps than before: the last one

@@ -1,4 +1,5 @@
-"""The curriculum order of the built pages. Only built pages are listed here."""
+"""The stages in curriculum order: each one's id (its URL path, URL prefix and
+translation prefix), page file, number and icon; the navigation's sections."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Stage:
-    id: str  # translation prefix and stable name
+    id: str  # URL path ("/softmax"), URL and key prefix, translation prefix
     path: str  # file, relative to the app root
     number: str  # curriculum section ("" for the overview)
     icon: str
+    uses_device: bool = False  # runs a model: the frame offers the device (CPU / CUDA)
 
 
-HOME = Stage("home", "app.py", "", ":material/home:")
+HOME = Stage("home", "pages/overview.py", "", ":material/home:")
 
 # A curriculum section that holds two ideas spans two pages, numbered 0.1, 0.2 ...
 _CURRICULUM: tuple[Stage, ...] = (
-    Stage("ngram", "pages/00_ngrams.py", "0.1", ":material/history_edu:"),
+    Stage("ngrams", "pages/00_ngrams.py", "0.1", ":material/history_edu:"),
     Stage("embeddings", "pages/00_embeddings.py", "0.2", ":material/scatter_plot:"),
     Stage("tokens", "pages/01_tokens.py", "1.1", ":material/tag:"),
     Stage("bpe", "pages/01_bpe.py", "1.2", ":material/call_merge:"),
@@ -29,21 +31,21 @@ _CURRICULUM: tuple[Stage, ...] = (
     Stage("masks", "pages/04_masks.py", "4", ":material/visibility_off:"),
     Stage("softmax", "pages/05_softmax.py", "5.1", ":material/functions:"),
     Stage("context", "pages/05_context.py", "5.2", ":material/compare_arrows:"),
-    Stage("multihead", "pages/06_multi_head.py", "6.1", ":material/view_column:"),
-    Stage("kvcache", "pages/06_kv_cache.py", "6.2", ":material/memory:"),
+    Stage("multi_head", "pages/06_multi_head.py", "6.1", ":material/view_column:"),
+    Stage("kv_cache", "pages/06_kv_cache.py", "6.2", ":material/memory:"),
     Stage("positions", "pages/07_positions.py", "7.1", ":material/format_list_numbered:"),
     Stage("rope", "pages/07_rope.py", "7.2", ":material/rotate_right:"),
     Stage("ffn", "pages/08_ffn.py", "8.1", ":material/hub:"),
-    Stage("moe", "pages/08_swiglu_moe.py", "8.2", ":material/alt_route:"),
-    Stage("residual", "pages/09_residual_norm.py", "9.1", ":material/add_circle:"),
-    Stage("prepost", "pages/09_pre_post_norm.py", "9.2", ":material/stacked_line_chart:"),
+    Stage("swiglu_moe", "pages/08_swiglu_moe.py", "8.2", ":material/alt_route:"),
+    Stage("residual_norm", "pages/09_residual_norm.py", "9.1", ":material/add_circle:"),
+    Stage("pre_post_norm", "pages/09_pre_post_norm.py", "9.2", ":material/stacked_line_chart:"),
     Stage("logits", "pages/10_logits.py", "10.1", ":material/bar_chart:"),
     Stage("decoding", "pages/10_decoding.py", "10.2", ":material/casino:"),
-    Stage("forward", "pages/11_forward.py", "11", ":material/account_tree:"),
+    Stage("forward", "pages/11_forward.py", "11", ":material/account_tree:", True),
     Stage("backbones", "pages/12_backbones.py", "12", ":material/schema:"),
     Stage("training", "pages/13_training.py", "13.1", ":material/model_training:"),
-    Stage("inside", "pages/13_inside.py", "13.2", ":material/biotech:"),
-    Stage("generate", "pages/13_generate.py", "13.3", ":material/edit_note:"),
+    Stage("inside", "pages/13_inside.py", "13.2", ":material/biotech:", True),
+    Stage("generate", "pages/13_generate.py", "13.3", ":material/edit_note:", True),
 )
 # Only pages that exist are listed: no placeholders in the navigation.
 STAGES: tuple[Stage, ...] = tuple(s for s in _CURRICULUM if (ROOT / s.path).exists())
@@ -60,6 +62,11 @@ def by_id(stage_id: str) -> Stage:
     raise KeyError(stage_id)
 
 
+def by_url(url_path: str) -> Stage:
+    """The stage at a URL path ("" is the overview)."""
+    return by_id(url_path or HOME.id)
+
+
 def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
     """(previous, next) in curriculum order; the overview precedes the first stage."""
     pages = all_pages()
@@ -72,16 +79,16 @@ def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
 # The overview's diagram: the path from text to the next token, then the whole model.
 # Each step links to the pages that teach it, once they are built.
 PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("text", ("ngram", "embeddings")),
+    ("text", ("ngrams", "embeddings")),
     ("tokens", ("tokens", "bpe")),
     ("qkv", ("qkv",)),
     ("scores", ("scaling",)),
     ("mask", ("masks",)),
     ("softmax", ("softmax", "context")),
-    ("heads", ("multihead", "kvcache")),
+    ("heads", ("multi_head", "kv_cache")),
     ("positions", ("positions", "rope")),
-    ("ffn", ("ffn", "moe")),
-    ("norm", ("residual", "prepost")),
+    ("ffn", ("ffn", "swiglu_moe")),
+    ("norm", ("residual_norm", "pre_post_norm")),
     ("logits", ("logits",)),
     ("next", ("decoding",)),
     ("whole", ("forward",)),
@@ -93,3 +100,15 @@ PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
 def built(stage_id: str | None) -> Stage | None:
     """The stage's page if it is built, else None (the diagram then shows no link)."""
     return next((s for s in STAGES if s.id == stage_id), None)
+
+
+# The navigation's sections, in lesson order: (translation key under "nav.", stage ids).
+NAV_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("home",)),
+    ("text", ("ngrams", "embeddings", "tokens", "bpe")),
+    ("attention", ("qkv", "scaling", "masks", "softmax", "context", "multi_head",
+                   "kv_cache")),
+    ("block", ("positions", "rope", "ffn", "swiglu_moe", "residual_norm", "pre_post_norm")),
+    ("output", ("logits", "decoding", "forward", "backbones")),
+    ("trained", ("training", "inside", "generate")),
+)

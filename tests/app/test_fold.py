@@ -91,10 +91,10 @@ def test_stepping_past_the_fold_opens_it() -> None:
     the rest of the page, so the step it names is on screen."""
     at = open_page("pages/06_multi_head.py", folded=True)
     at.button(key="_multihead.hand.step~start").click().run()
-    assert at.button(key=fold_button("multihead"))  # step 1 of 3: the fold stays closed
+    assert at.button(key=fold_button("multi_head"))  # step 1 of 3: the fold stays closed
     at.button(key="_multihead.hand.step~next").click().run()
     assert_clean(at)
-    assert at.query_params[f"multihead.{NAME}"] == OPEN
-    assert not [b for b in at.button if b.key == fold_button("multihead")]
-    label = catalogue("en")["multihead.reveal_heads"]
+    assert at.query_params[f"multi_head.{NAME}"] == OPEN
+    assert not [b for b in at.button if b.key == fold_button("multi_head")]
+    label = catalogue("en")["multi_head.reveal_heads"]
     assert f"**2 · {label}**" in [m.value for m in at.markdown]

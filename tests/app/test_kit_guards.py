@@ -11,10 +11,10 @@ from ui.i18n import catalogue
 def _page_that_fails():
     import streamlit as st
 
-    from ui.page import stage_page
+    from ui.frame import around
 
     st.query_params["lang"] = st.query_params.get("lang", "en")
-    with stage_page("softmax"):
+    with around("softmax"):
         st.markdown("before the bug")
         raise RuntimeError("a bug in a page")
 
@@ -24,9 +24,9 @@ def _page_with_an_unknown_error_key():
 
     from tinyformer.errors import ParameterError
     from ui.notes import shown_errors
-    from ui.page import stage_page
+    from ui.frame import around
 
-    with stage_page("softmax"):
+    with around("softmax"):
         with shown_errors():
             raise ParameterError("no_such_key_anywhere", "raw text never shown", x=1)
         st.markdown("after the bad setting")

@@ -53,15 +53,15 @@ def test_defaults_show_the_worked_numbers(default_page) -> None:
 
 
 def test_english_view_has_no_untranslated_keys(default_page) -> None:
-    assert "residual." not in page_text(default_page)
+    assert "residual_norm." not in page_text(default_page)
 
 
 @pytest.mark.parametrize(("edit", "x", "gamma", "beta", "eps"), [
     (lambda at: at.slider("_residual.x2~1").set_value(4.0), [1, 4], None, None, 1e-5),
-    (lambda at: at.text_input("residual.g2").input("2, 0.5"), [1, 3], [2, 0.5], None, 1e-5),
-    (lambda at: at.text_input("residual.b2").input("0.5, -1"), [1, 3], None, [0.5, -1], 1e-5),
-    (lambda at: at.select_slider("residual.eps").set_value(1.0), [1, 3], None, None, 1.0),
-    (lambda at: at.slider("residual.d").set_value(4), [1, 3, 0, 4], None, None, 1e-5),
+    (lambda at: at.text_input("residual_norm.g2").input("2, 0.5"), [1, 3], [2, 0.5], None, 1e-5),
+    (lambda at: at.text_input("residual_norm.b2").input("0.5, -1"), [1, 3], None, [0.5, -1], 1e-5),
+    (lambda at: at.select_slider("residual_norm.eps").set_value(1.0), [1, 3], None, None, 1.0),
+    (lambda at: at.slider("residual_norm.d").set_value(4), [1, 3, 0, 4], None, None, 1e-5),
 ])
 def test_edits_change_both_norms(edit, x, gamma, beta, eps) -> None:
     at = open_page(PAGE)
@@ -74,25 +74,25 @@ def test_edits_change_both_norms(edit, x, gamma, beta, eps) -> None:
 
 def test_residual_follows_its_inputs() -> None:
     at = open_page(PAGE)
-    at.text_input("residual.x").input("-1, 0.5").run()
+    at.text_input("residual_norm.x").input("-1, 0.5").run()
     at.slider("_residual.fx~0").set_value(1.5).run()
     assert col([0.5, 0.3]) in page_text(at)
 
 
 def test_shared_link_reproduces_the_page() -> None:
-    params = {"residual.d": "4", "residual.x4": "1, 2, 3, 5", "residual.g4": "1, 2, 1, 1",
-              "residual.eps": "0.001"}
+    params = {"residual_norm.d": "4", "residual_norm.x4": "1, 2, 3, 5", "residual_norm.g4": "1, 2, 1, 1",
+              "residual_norm.eps": "0.001"}
     text = page_text(open_page(PAGE, params=params))
     for expected in norms([1, 2, 3, 5], [1, 2, 1, 1], None, 1e-3):
         assert expected in text
 
 
 @pytest.mark.parametrize("params", [
-    {"residual.eps": "0", "residual.d": "99", "residual.x2": "1, inf", "residual.g2": "1, 2, 3"},
-    {"residual.eps": "-1e-5", "residual.d": "2.5", "residual.b2": "abc", "residual.x": ""},
-    {"residual.eps": "1e300", "residual.d": "abc", "residual.fx": "1e300, 0"},
-    {"residual.eps": "nan"},
-    {"residual.eps": "abc", "residual.norm.step": "9"},
+    {"residual_norm.eps": "0", "residual_norm.d": "99", "residual_norm.x2": "1, inf", "residual_norm.g2": "1, 2, 3"},
+    {"residual_norm.eps": "-1e-5", "residual_norm.d": "2.5", "residual_norm.b2": "abc", "residual_norm.x": ""},
+    {"residual_norm.eps": "1e300", "residual_norm.d": "abc", "residual_norm.fx": "1e300, 0"},
+    {"residual_norm.eps": "nan"},
+    {"residual_norm.eps": "abc", "residual_norm.norm.step": "9"},
 ])
 def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
     at = open_page(PAGE, "zh", params=params)
@@ -104,8 +104,8 @@ def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
         assert expected in text
 
 
-@pytest.mark.parametrize("key", ["residual.x", "residual.fx", "residual.x2", "residual.g2",
-                                 "residual.b2"])
+@pytest.mark.parametrize("key", ["residual_norm.x", "residual_norm.fx", "residual_norm.x2", "residual_norm.g2",
+                                 "residual_norm.b2"])
 def test_bad_cells_show_one_message_and_keep_the_page(key) -> None:
     at = open_page(PAGE)
     for bad in [*BAD_CELLS, "1, 2, 3"]:
@@ -120,7 +120,7 @@ def test_a_constant_row_shows_why_epsilon_is_there() -> None:
     at = open_page(PAGE)
     next(b for b in at.button if "[2, 2]" in b.label).click().run()
     assert_clean(at)
-    assert at.text_input("residual.x2").value == "2, 2"
+    assert at.text_input("residual_norm.x2").value == "2, 2"
     assert len(at.warning) == 1 and "0.00316" in at.warning[0].value
     assert tables(at)[0].values.tolist()[:2] == [["0.000", "0.000"], ["NaN", "NaN"]]
     next(b for b in at.button if "[0, 0]" in b.label).click().run()
@@ -128,9 +128,9 @@ def test_a_constant_row_shows_why_epsilon_is_there() -> None:
 
 
 def test_step_by_step_and_a_link_to_a_step() -> None:
-    first = page_text(open_page(PAGE, params={"residual.norm.step": "1"}))
+    first = page_text(open_page(PAGE, params={"residual_norm.norm.step": "1"}))
     assert "= 2.000" in first and "2.236" not in first
-    second = page_text(open_page(PAGE, params={"residual.norm.step": "2"}))
+    second = page_text(open_page(PAGE, params={"residual_norm.norm.step": "2"}))
     assert "2.236" in second and col([0.447, 1.342]) not in second
 
 
@@ -138,17 +138,17 @@ def test_choice_exercise(lang) -> None:
     at = open_page(PAGE, lang)
     rms_shifted = num(torch.tensor([11.0, 13.0]).pow(2).mean().sqrt())  # 12.042
     assert rms_shifted not in page_text(at)
-    reveal(at, "residual.shift", 0)
+    reveal(at, "residual_norm.shift", 0)
     assert len(at.success) == 1
     shifted = vec(F.rms_norm(torch.tensor([11.0, 13.0]), (2,), eps=1e-5))  # [0.914, 1.080]
     assert rms_shifted in at.success[0].value and shifted in at.success[0].value
-    reveal(at, "residual.shift", 2)
+    reveal(at, "residual_norm.shift", 2)
     assert len(at.warning) == 1
 
 
 @pytest.mark.parametrize(("typed", "right"), [(0.447, True), (0.5, False)])
 def test_number_exercise(typed, right) -> None:
     at = open_page(PAGE)
-    answer(at, "residual.rms1", typed)
+    answer(at, "residual_norm.rms1", typed)
     assert len(at.success if right else at.warning) == 1
     assert r"\frac{1}{2.236} = 0.447" in explanations(at)

@@ -76,37 +76,37 @@ def test_router_weights_and_outputs_match_the_reference(default_page):
 
 def test_fewer_experts_and_top_1():
     at = open_page(PAGE)
-    at.slider("moe.E").set_value(4).run()
-    at.slider("moe.k").set_value(1).run()
+    at.slider("swiglu_moe.E").set_value(4).run()
+    at.slider("swiglu_moe.k").set_value(1).run()
     assert_clean(at)
     dense, outputs, _ = reference(4, 1)
     weights_table = tables(at)[1]
     assert shown(weights_table) == [[num(v) for v in row] for row in dense.tolist()]
     assert all(list(row).count("1.000") == 1 for row in weights_table.values)
-    at.selectbox("moe.tok").set_value(0).run()  # 问题
+    at.selectbox("swiglu_moe.tok").set_value(0).run()  # 问题
     assert latex_vec(outputs[0]) in page_text(at)
-    assert at.query_params["moe.E"] == "4" and at.query_params["moe.tok"] == "0"
+    assert at.query_params["swiglu_moe.E"] == "4" and at.query_params["swiglu_moe.tok"] == "0"
 
 
 @pytest.mark.parametrize(("lang", "message"), [("en", "between 1 and 8 experts (now 9)"),
                                                ("zh", "1 到 8 个专家（现在是 9 个）")])
 def test_top_k_above_the_experts_is_one_message(lang, message):
     at = open_page(PAGE, lang)
-    at.slider("moe.k").set_value(9).run()
+    at.slider("swiglu_moe.k").set_value(9).run()
     assert_clean(at)
     assert len(at.error) == 1 and message in at.error[0].value
     assert "80 M" in page_text(at)  # the rest of the page still renders
     at = open_page(PAGE, lang)
-    at.number_input("moe.pk").set_value(9).run()  # the count's own top-k
+    at.number_input("swiglu_moe.pk").set_value(9).run()  # the count's own top-k
     assert len(at.error) == 1 and message in at.error[0].value
     assert "[2.193, 0.343]" in page_text(at)
 
 
 def test_editing_the_sizes_of_the_count():
     at = open_page(PAGE)
-    at.number_input("moe.n").set_value(64).run()
-    at.number_input("moe.pk").set_value(8).run()
-    at.number_input("moe.mpe").set_value(1.5).run()
+    at.number_input("swiglu_moe.n").set_value(64).run()
+    at.number_input("swiglu_moe.pk").set_value(8).run()
+    at.number_input("swiglu_moe.mpe").set_value(1.5).run()
     text = page_text(at)
     assert r"64 \times 1{,}500{,}000 = 96{,}000{,}000" in text
     assert r"8 \times 1{,}500{,}000 = 12{,}000{,}000" in text
@@ -132,12 +132,12 @@ def _silu_at(gate: float) -> float:
 
 
 def test_a_shared_link_and_bad_link_values():
-    at = open_page(PAGE, params={"moe.x": "2, 1", "moe.seed": "3", "moe.k": "3"})
+    at = open_page(PAGE, params={"swiglu_moe.x": "2, 1", "swiglu_moe.seed": "3", "swiglu_moe.k": "3"})
     assert_clean(at)
     assert latex_vec(F.silu(torch.tensor([2.0, 1.0, 1.0]))) in page_text(at)  # x W_gate
     dense, _, _ = reference(8, 3, 3)
     assert shown(tables(at)[1]) == [[num(v) for v in row] for row in dense.tolist()]
-    bad = {"moe.E": "0", "moe.k": "abc", "moe.mpe": "1e300", "moe.tok": "7", "moe.s": "nan"}
+    bad = {"swiglu_moe.E": "0", "swiglu_moe.k": "abc", "swiglu_moe.mpe": "1e300", "swiglu_moe.tok": "7", "swiglu_moe.s": "nan"}
     at = open_page(PAGE, params=bad)
     assert_clean(at)
     assert len(at.error) == len(bad)
@@ -145,9 +145,9 @@ def test_a_shared_link_and_bad_link_values():
     assert all(number in text for number in COUNTS)
 
 
-@pytest.mark.parametrize(("key", "wrong_shape"), [("moe.x", "1, 2, 3"), ("moe.Wg", "1, 0; 0, 1"),
-                                                  ("moe.Wu", "1, 2, 3"),
-                                                  ("moe.Wd", "1, 0, 0; 0, 1, 1")])
+@pytest.mark.parametrize(("key", "wrong_shape"), [("swiglu_moe.x", "1, 2, 3"), ("swiglu_moe.Wg", "1, 0; 0, 1"),
+                                                  ("swiglu_moe.Wu", "1, 2, 3"),
+                                                  ("swiglu_moe.Wd", "1, 0, 0; 0, 1, 1")])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
     at = open_page(PAGE)
     for bad in (*BAD_CELLS, wrong_shape):
@@ -161,19 +161,19 @@ def test_exercises(lang):
     at = open_page(PAGE, lang)
     before = len(at.success)  # a result shows in the run after its button, then goes
     assert "0.3 / (0.3 + 0.2)" not in page_text(at)
-    for exercise, choice in (("moe.gate", 2), ("moe.memory", 1)):
+    for exercise, choice in (("swiglu_moe.gate", 2), ("swiglu_moe.memory", 1)):
         reveal(at, exercise, choice)
         assert len(at.success) == before + 1
-    answer(at, "moe.renorm", 0.6)
+    answer(at, "swiglu_moe.renorm", 0.6)
     assert len(at.success) == before + 1
     assert "0.3 / (0.3 + 0.2) = 0.6" in explanations(at)
 
 
 def test_wrong_answers_are_corrected():
     at = open_page(PAGE)
-    reveal(at, "moe.memory", 0)
+    reveal(at, "swiglu_moe.memory", 0)
     assert len(at.warning) == 1 and "80 million" in at.warning[0].value
-    answer(at, "moe.renorm", 0.3)
+    answer(at, "swiglu_moe.renorm", 0.3)
     assert len(at.warning) == 1 and "0.600" in at.warning[0].value
 
 
@@ -181,14 +181,14 @@ def test_cells_explain_themselves():
     dense, _, _ = reference()
     chosen = int(dense[2].argmax())
     unused = int(dense[2].argmin())
-    at = open_page(PAGE, state=click(("moe.weights", 2, chosen), ("moe.probs", 2, 0)))
+    at = open_page(PAGE, state=click(("swiglu_moe.weights", 2, chosen), ("swiglu_moe.probs", 2, 0)))
     text = explanations(at)
     assert rf"w_{{2,{chosen}}} = \frac{{" in text and f"= {num(dense[2, chosen])}" in text
     assert "p_{2,0} &= " in text
-    at = open_page(PAGE, params={"moe.weights": f"2,{unused}"})
+    at = open_page(PAGE, params={"swiglu_moe.weights": f"2,{unused}"})
     assert "is not among the top-k experts of 「运费」" in explanations(at)
 
 
 def test_step_by_step_link():
-    text = page_text(open_page(PAGE, params={"moe.hand.step": "2"}))
+    text = page_text(open_page(PAGE, params={"swiglu_moe.hand.step": "2"}))
     assert "[3.000, 2.000, 0.500]" in text and "[2.193, 0.343]" not in text

@@ -52,7 +52,7 @@ def test_defaults_show_every_worked_number(default_page) -> None:
     at, lang = default_page
     assert_clean(at)
     text = page_text(at)
-    assert "ngram." not in text and "errors." not in text  # every key translated
+    assert "ngrams." not in text and "errors." not in text  # every key translated
     for number in [*BIGRAM, *SIZE_25]:
         assert number in text
     assert next_table(at) == {"漫": ("6", "0.600"), "物": ("4", "0.400")}
@@ -92,63 +92,63 @@ def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 def test_number_exercise(lang) -> None:
     at = open_page(PAGE, lang)
-    answer(at, "ngram.trigram", 0.667)
+    answer(at, "ngrams.trigram", 0.667)
     assert len(at.success) == 1 and "0.667" in at.success[0].value
     assert TRIGRAM in explanations(at)  # the worked steps, from the counts
-    answer(at, "ngram.trigram", 0.6)  # the bigram's answer is not the trigram's
+    answer(at, "ngrams.trigram", 0.6)  # the bigram's answer is not the trigram's
     assert len(at.warning) == 1 and "0.667" in at.warning[0].value
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_choice_exercise(lang) -> None:
     at = open_page(PAGE, lang)
-    reveal(at, "ngram.pear", 0)
+    reveal(at, "ngrams.pear", 0)
     assert len(at.success) == 1 and "0/2" in at.success[0].value
 
 
 def test_trigram_via_slider() -> None:
     at = open_page(PAGE)
-    at.slider("ngram.n").set_value(3).run()
+    at.slider("ngrams.n").set_value(3).run()
     assert_clean(at)
     assert next_table(at) == {"漫": ("4", "0.667"), "物": ("2", "0.333")}
     text = page_text(at)
     assert TRIGRAM in text and r"P(\text{物} \mid \text{看动}) = \frac{2}{6} = 0.333" in text
     assert "2 characters: " in text  # n − 1 = 2, plural
     assert "gray[" not in text  # nothing ignored: the window holds all of 看动
-    assert at.query_params["ngram.n"] == "3"
+    assert at.query_params["ngrams.n"] == "3"
 
 
 def test_a_link_to_a_step_shows_the_steps_up_to_it() -> None:
-    at = open_page(PAGE, params={"ngram.hand.step": "1"})  # count, not yet divided
+    at = open_page(PAGE, params={"ngrams.hand.step": "1"})  # count, not yet divided
     assert_clean(at)
     counts = next(f for f in tables(at) if f.shape[1] == 2 and f.index.tolist()[0] == 0)
     assert [list(map(str, row)) for row in counts.values] == [["漫", "6"], ["物", "4"]]
     assert next_table(at) == {} and BIGRAM[0] not in page_text(at)
     next(b for b in at.button if (b.key or "").endswith("~next")).click().run()
-    assert at.query_params["ngram.hand.step"] == "2"
+    assert at.query_params["ngrams.hand.step"] == "2"
     assert next_table(at) == {"漫": ("6", "0.600"), "物": ("4", "0.400")}
     assert all(number in page_text(at) for number in BIGRAM)
 
 
 def test_shared_link_and_the_window_forgets() -> None:
-    at = open_page(PAGE, params={"ngram.n": "3", "ngram.ctx": "我看动"})
+    at = open_page(PAGE, params={"ngrams.n": "3", "ngrams.ctx": "我看动"})
     assert_clean(at)
     assert next_table(at)["漫"] == ("4", "0.667")
     assert ":gray[~~我~~]" in page_text(at)
-    at = open_page(PAGE, params={"ngram.ctx": "吃动"})  # another earlier character, same answer
+    at = open_page(PAGE, params={"ngrams.ctx": "吃动"})  # another earlier character, same answer
     assert next_table(at)["漫"] == ("6", "0.600")
 
 
 def test_typed_context_updates_the_counts() -> None:
     at = open_page(PAGE)
-    at.text_input("ngram.ctx").input("吃").run()
+    at.text_input("ngrams.ctx").input("吃").run()
     assert_clean(at)
     assert next_table(at) == {"苹": ("2", "1.000")}
-    assert at.query_params["ngram.ctx"] == "吃"
+    assert at.query_params["ngrams.ctx"] == "吃"
 
 
 def test_unigram_counts_the_whole_corpus() -> None:
-    at = open_page(PAGE, params={"ngram.n": "1", "ngram.ctx": ""})
+    at = open_page(PAGE, params={"ngrams.n": "1", "ngrams.ctx": ""})
     assert_clean(at)
     table = next_table(at)
     assert len(table) == 10  # the ten most frequent, as the column says
@@ -156,9 +156,9 @@ def test_unigram_counts_the_whole_corpus() -> None:
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"ngram.n": "3", "ngram.ctx": "吃梨"}, "never occurs"),  # sparsity
-    ({"ngram.ctx": "看X"}, "「X」"),  # a character the corpus never had, inside the window
-    ({"ngram.n": "4", "ngram.ctx": "动"}, "holds only 1 character"),
+    ({"ngrams.n": "3", "ngrams.ctx": "吃梨"}, "never occurs"),  # sparsity
+    ({"ngrams.ctx": "看X"}, "「X」"),  # a character the corpus never had, inside the window
+    ({"ngrams.n": "4", "ngrams.ctx": "动"}, "holds only 1 character"),
 ])
 def test_contexts_without_a_prediction(params, message) -> None:
     at = open_page(PAGE, params=params)
@@ -169,15 +169,15 @@ def test_contexts_without_a_prediction(params, message) -> None:
 
 @pytest.mark.parametrize("ctx", ["", " ", "*$_\\{}", "nan", "1e300", "好" * 12])
 def test_odd_contexts_never_break_the_page(ctx: str) -> None:
-    at = open_page(PAGE, params={"ngram.n": "4"})
-    at.text_input("ngram.ctx").input(ctx).run()
+    at = open_page(PAGE, params={"ngrams.n": "4"})
+    at.text_input("ngrams.ctx").input(ctx).run()
     assert_clean(at)
     assert len(at.warning) == 1
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_bad_link_values_fall_back_with_a_note(lang) -> None:
-    params = {"ngram.n": "9", "ngram.ctx": "好" * 40, "ngram.V": "1e300", "ngram.tn": "abc"}
+    params = {"ngrams.n": "9", "ngrams.ctx": "好" * 40, "ngrams.V": "1e300", "ngrams.tn": "abc"}
     at = open_page(PAGE, lang, params=params)
     assert_clean(at)
     assert len(at.error) == 4
@@ -188,33 +188,33 @@ def test_bad_link_values_fall_back_with_a_note(lang) -> None:
 
 def test_phrase_edit_and_bad_phrases() -> None:
     at = open_page(PAGE)
-    at.text_input("ngram.pb").input("梨很甜").run()
+    at.text_input("ngrams.pb").input("梨很甜").run()
     assert_clean(at)
     text = page_text(at)
     assert "「梨很甜」 occurs **1** time " in text  # singular
     assert r"P(\text{很} \mid \text{梨}) = \frac{1}{2} = 0.500" in text
     for bad in ("", "吃", "吃X", "inf"):
-        at.text_input("ngram.pb").input(bad).run()
+        at.text_input("ngrams.pb").input(bad).run()
         assert_clean(at)
         assert len(at.error) == 1, bad
 
 
 def test_table_size_follows_its_inputs() -> None:
-    at = open_page(PAGE, params={"ngram.V": "1000", "ngram.tn": "3"})
+    at = open_page(PAGE, params={"ngrams.V": "1000", "ngrams.tn": "3"})
     text = page_text(at)
     assert "1{,}000^{3} = 10^{9}" in text and "**1,000,000,000**" in text
     assert "V = 70 and n = 3 allow 343,000 different windows" in text
     assert "1,000 components" in text  # the one-hot width follows V
-    at.number_input("ngram.V").set_value(3).run()
-    at.slider("ngram.tn").set_value(4).run()
+    at.number_input("ngrams.V").set_value(3).run()
+    at.slider("ngrams.tn").set_value(4).run()
     text = page_text(at)
     assert "3^{4} = 81" in text and "**81**" in text and "3 components" in text
-    at.number_input("ngram.V").set_value(1).run()
+    at.number_input("ngrams.V").set_value(1).run()
     assert "1 component," in page_text(at)
-    at = open_page(PAGE, params={"ngram.V": "1000000", "ngram.tn": "10"})  # the bounds
+    at = open_page(PAGE, params={"ngrams.V": "1000000", "ngrams.tn": "10"})  # the bounds
     text = page_text(at)
     assert "1{,}000{,}000^{10} = 10^{60}" in text and f"**{10**60:,}**" in text
-    at = open_page(PAGE, params={"ngram.V": "7", "ngram.tn": "10"})
+    at = open_page(PAGE, params={"ngrams.V": "7", "ngrams.tn": "10"})
     text = page_text(at)
     assert r"7^{10} \approx 2.825 \times 10^{8}" in text and "**282,475,249**" in text
 
@@ -223,22 +223,22 @@ def test_table_size_follows_its_inputs() -> None:
     ("0", "2", "100{,}000^{2} = 10^{10}"), ("1000001", "2", "100{,}000^{2} = 10^{10}"),
     ("10", "11", "10^{5} = 100{,}000"), ("10", "0", "10^{5} = 100{,}000")])
 def test_table_size_refuses_values_outside_its_bounds(v, n, shown) -> None:
-    at = open_page(PAGE, params={"ngram.V": v, "ngram.tn": n})  # one bad, one good
+    at = open_page(PAGE, params={"ngrams.V": v, "ngrams.tn": n})  # one bad, one good
     assert_clean(at)
     assert len(at.error) == 1
     assert shown in page_text(at)  # the bad one is back at its default
 
 
 def test_clicked_cells_explain_with_live_numbers() -> None:
-    at = open_page(PAGE, state=click(("ngram.orders_map", 2, 0), ("ngram.onehot_dots", 0, 1)))
+    at = open_page(PAGE, state=click(("ngrams.orders_map", 2, 0), ("ngrams.onehot_dots", 0, 1)))
     assert_clean(at)
     text = explanations(at)
     assert TRIGRAM in text
     assert (r"e_{\text{苹果}} \cdot e_{\text{梨}} = 1\cdot0 + 0\cdot1 + 0\cdot0 + 0\cdot0 = 0"
             in text)
-    at = open_page(PAGE, params={"ngram.orders_map": "3,0"})  # 4-gram: 看动 is too short
+    at = open_page(PAGE, params={"ngrams.orders_map": "3,0"})  # 4-gram: 看动 is too short
     assert "holds only 2 characters" in explanations(at)
-    at = open_page(PAGE, params={"ngram.orders_map": "0,0"})
+    at = open_page(PAGE, params={"ngrams.orders_map": "0,0"})
     assert rf"P(\text{{漫}}) = \frac{{6}}{{167}} = {num(6 / 167)}" in explanations(at)
 
 

@@ -75,14 +75,14 @@ def test_renders_in_both_languages_with_the_worked_numbers(lang: str) -> None:
     assert_clean(at)
     assert at.title[0].value.startswith("6.1 · ")
     text = page_text(at)
-    assert "multihead." not in text
+    assert "multi_head." not in text
     assert catalogue(lang)["kit.random_weights"] in text
     assert shapes(at) == ["[1, 6, 8]", "[1, 6, 8]", "[1, 2, 6, 4]", "[1, 2, 6, 6]",
                           "[1, 2, 6, 4]", "[1, 6, 8]", "[1, 6, 8]"]
     assert r"d_{head} = \frac{8}{2} = 4" in text
-    assert catalogue(lang)["multihead.split_note"].format(heads=2, hd=4, n=6) in text
+    assert catalogue(lang)["multi_head.split_note"].format(heads=2, hd=4, n=6) in text
     assert "苹果放进冰箱，它会保鲜" in text
-    assert catalogue(lang)["multihead.gqa_32"].format(g=4, ratio="1/4", mqa="1/32") in text
+    assert catalogue(lang)["multi_head.gqa_32"].format(g=4, ratio="1/4", mqa="1/32") in text
     assert ("apple" in text and "fridge" in text) == (lang == "en")  # glosses, English only
 
 
@@ -100,19 +100,19 @@ def test_default_numbers_match_pytorch() -> None:
                                               (8, "[1, 8, 6, 1]")])
 def test_changing_heads_splits_the_width_not_the_sentence(heads: int, split: str) -> None:
     at = open_page(PAGE)
-    at.radio("multihead.heads").set_value(heads).run()
+    at.radio("multi_head.heads").set_value(heads).run()
     assert_clean(at)
     assert shapes(at)[2:4] == [split, f"[1, {heads}, 6, 6]"]
     assert shapes(at)[5] == shapes(at)[6] == "[1, 6, 8]"
     weights, _, output = expected(0, heads)
     assert head_tables(at)[:heads] == [grid(w) for w in weights]
     assert table_with(at, [str(c) for c in range(8)]) == grid(output)
-    assert at.query_params["multihead.heads"] == str(heads)
+    assert at.query_params["multi_head.heads"] == str(heads)
 
 
 @pytest.mark.parametrize("step", [1, 2, 3])
 def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
-    at = open_page(PAGE, params={"multihead.hand.step": str(step)})
+    at = open_page(PAGE, params={"multi_head.hand.step": str(step)})
     assert_clean(at)
     weights, q, output = expected(0, 2)
     gqa, _, _ = expected(0, 4, kv=2)
@@ -125,7 +125,7 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
 
 
 def test_three_heads_is_one_clear_error_and_gqa_still_runs(lang: str) -> None:
-    at = open_page(PAGE, lang, params={"multihead.heads": "3"})
+    at = open_page(PAGE, lang, params={"multi_head.heads": "3"})
     assert_clean(at)
     message = catalogue(lang)["errors.width_not_divisible"].format(width=8, heads=3)
     assert [e.value for e in at.error] == [message]
@@ -136,7 +136,7 @@ def test_three_heads_is_one_clear_error_and_gqa_still_runs(lang: str) -> None:
 @pytest.mark.parametrize("kv", [1, 2, 4])
 def test_gqa_runs_and_shared_heads_keep_different_tables(kv: int) -> None:
     at = open_page(PAGE)
-    at.radio("multihead.kv").set_value(kv).run()
+    at.radio("multi_head.kv").set_value(kv).run()
     assert_clean(at)
     weights, _, _ = expected(0, 4, kv=kv)
     gqa = head_tables(at)[2:]
@@ -150,15 +150,15 @@ def test_gqa_runs_and_shared_heads_keep_different_tables(kv: int) -> None:
         gap = max(float((weights[a] - weights[b]).abs().max())
                   for a in range(group) for b in range(group))
         names = ", ".join(f"Q{h}" for h in range(group))
-        assert catalogue("en")["multihead.group_shared"].format(
+        assert catalogue("en")["multi_head.group_shared"].format(
             heads=names, g=0, gap=num(gap)) in text
     shape = f"[8, {kv * 2}]"
     assert shape in text
 
 
 def test_a_shared_link_reproduces_every_table() -> None:
-    params = {"multihead.seed": "7", "multihead.causal": "false", "multihead.heads": "4",
-              "multihead.kv": "1"}
+    params = {"multi_head.seed": "7", "multi_head.causal": "false", "multi_head.heads": "4",
+              "multi_head.kv": "1"}
     at = open_page(PAGE, params=params)
     assert_clean(at)
     weights, _, output = expected(7, 4, causal=False)
@@ -168,10 +168,10 @@ def test_a_shared_link_reproduces_every_table() -> None:
 
 
 @pytest.mark.parametrize(("key", "bad"), [
-    ("multihead.seed", "abc"), ("multihead.seed", "nan"), ("multihead.seed", "inf"),
-    ("multihead.seed", "1e300"), ("multihead.seed", ""), ("multihead.seed", "-1"),
-    ("multihead.seed", "2.5"), ("multihead.heads", "5"), ("multihead.heads", "two"),
-    ("multihead.causal", "maybe"), ("multihead.kv", "3"), ("multihead.kv", "all"),
+    ("multi_head.seed", "abc"), ("multi_head.seed", "nan"), ("multi_head.seed", "inf"),
+    ("multi_head.seed", "1e300"), ("multi_head.seed", ""), ("multi_head.seed", "-1"),
+    ("multi_head.seed", "2.5"), ("multi_head.heads", "5"), ("multi_head.heads", "two"),
+    ("multi_head.causal", "maybe"), ("multi_head.kv", "3"), ("multi_head.kv", "all"),
 ])
 def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> None:
     at = open_page(PAGE, params={key: bad})
@@ -184,21 +184,21 @@ def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> 
 
 def test_exercises_in_both_languages(lang: str) -> None:
     at = open_page(PAGE, lang)
-    steps = catalogue(lang)["multihead.ex2_steps"].format(g=4)
+    steps = catalogue(lang)["multi_head.ex2_steps"].format(g=4)
     assert steps not in page_text(at)  # the worked steps only after answering
     right = catalogue(lang)["kit.right"]
-    for exercise, choice in (("multihead.shapes", 0), ("multihead.shared", 1)):
+    for exercise, choice in (("multi_head.shapes", 0), ("multi_head.shared", 1)):
         reveal(at, exercise, choice)
         assert sum(s.value.startswith(right) for s in at.success) == 1
-    answer(at, "multihead.groups", 4)
+    answer(at, "multi_head.groups", 4)
     assert steps in explanations(at)
-    answer(at, "multihead.groups", 8)
+    answer(at, "multi_head.groups", 8)
     assert len(at.warning) == 1
 
 
 def test_clicked_cells_explain_their_numbers() -> None:
-    at = open_page(PAGE, state=click(("multihead.q", 2, 5), ("multihead.head1", 3, 1),
-                                     ("multihead.out", 0, 0), ("multihead.gqa1", 2, 0)))
+    at = open_page(PAGE, state=click(("multi_head.q", 2, 5), ("multi_head.head1", 3, 1),
+                                     ("multi_head.out", 0, 0), ("multi_head.gqa1", 2, 0)))
     assert_clean(at)
     text = explanations(at)
     weights, q, output = expected(0, 2)
@@ -213,5 +213,5 @@ def test_clicked_cells_explain_their_numbers() -> None:
 
 
 def test_a_blocked_cell_explains_itself() -> None:
-    at = open_page(PAGE, params={"multihead.head0": "0,3"})
+    at = open_page(PAGE, params={"multi_head.head0": "0,3"})
     assert r"a_{0,3} = e^{-\infty}" in explanations(at)

@@ -73,7 +73,7 @@ def test_defaults_show_both_blocks_and_the_sizes(default_page) -> None:
     assert set(e["post_rms"][1:]) == {"1.000"}  # Post-Norm ends every block with a norm
     text = page_text(default_page)
     assert f"Pre-Norm {e['pre_rms'][-1]}" in text and f"Post-Norm {e['post_rms'][-1]}" in text
-    assert "prepost." not in text
+    assert "pre_post_norm." not in text
 
 
 def test_diagram_labels_are_translated() -> None:
@@ -83,11 +83,11 @@ def test_diagram_labels_are_translated() -> None:
 
 
 @pytest.mark.parametrize(("edit", "settings"), [
-    (lambda at: at.slider("prepost.blocks").set_value(20), {"blocks": 20}),
-    (lambda at: at.button_group("prepost.norm").set_value("rms"), {"norm": "rms"}),
+    (lambda at: at.slider("pre_post_norm.blocks").set_value(20), {"blocks": 20}),
+    (lambda at: at.button_group("pre_post_norm.norm").set_value("rms"), {"norm": "rms"}),
     (lambda at: at.number_input("_prepost.scale~n").set_value(5.0), {"scale": 5.0}),
-    (lambda at: at.number_input("prepost.seed").set_value(7), {"seed": 7}),
-    (lambda at: at.button_group("prepost.pos").set_value(0), {"row": 0}),
+    (lambda at: at.number_input("pre_post_norm.seed").set_value(7), {"seed": 7}),
+    (lambda at: at.button_group("pre_post_norm.pos").set_value(0), {"row": 0}),
 ])
 def test_edits_change_the_numbers(edit, settings) -> None:
     at = open_page(PAGE)
@@ -96,8 +96,8 @@ def test_edits_change_the_numbers(edit, settings) -> None:
 
 
 def test_shared_link_reproduces_the_page() -> None:
-    params = {"prepost.blocks": "20", "prepost.seed": "7", "prepost.norm": "rms",
-              "prepost.scale": "2.5", "prepost.pos": "1"}
+    params = {"pre_post_norm.blocks": "20", "pre_post_norm.seed": "7", "pre_post_norm.norm": "rms",
+              "pre_post_norm.scale": "2.5", "pre_post_norm.pos": "1"}
     check(open_page(PAGE, params=params), blocks=20, seed=7, norm="rms", scale=2.5, row=1)
 
 
@@ -110,13 +110,13 @@ def test_shared_link_reproduces_the_page() -> None:
     {"blocks": "2.5", "scale": "abc"},
 ])
 def test_bad_link_values_fall_back_with_one_note_each(bad) -> None:
-    at = open_page(PAGE, "zh", params={f"prepost.{key}": value for key, value in bad.items()})
+    at = open_page(PAGE, "zh", params={f"pre_post_norm.{key}": value for key, value in bad.items()})
     assert len(at.error) == len(bad)
     check(at)
 
 
 def test_step_by_step_shows_the_attention_half_first() -> None:
-    pre, post = diagrams(open_page(PAGE, params={"prepost.block.step": "1"}))
+    pre, post = diagrams(open_page(PAGE, params={"pre_post_norm.block.step": "1"}))
     assert len(pre) == len(post) == 4  # x, then norm / attention / add in each order
     assert "Norm" in pre[1] and "Attention" in post[1] and "Norm" in post[3]
 
@@ -125,7 +125,7 @@ def test_choice_exercise(lang) -> None:
     at = open_page(PAGE, lang)
     e = expected()
     assert not at.success
-    reveal(at, "prepost.grow", 0)  # Pre-Norm's stream is larger at the defaults
+    reveal(at, "pre_post_norm.grow", 0)  # Pre-Norm's stream is larger at the defaults
     assert len(at.success) == 1
     assert e["pre_rms"][-1] in at.success[0].value and "1.000" in at.success[0].value
 
@@ -133,6 +133,6 @@ def test_choice_exercise(lang) -> None:
 @pytest.mark.parametrize(("typed", "right"), [(1.0, True), (2.5, False)])
 def test_number_exercise(typed, right) -> None:
     at = open_page(PAGE)
-    answer(at, "prepost.post_rms", typed)
+    answer(at, "pre_post_norm.post_rms", typed)
     assert len(at.success if right else at.warning) == 1
     assert any("σ²/(σ² + ε)" in m.value for m in at.markdown)

@@ -27,7 +27,7 @@ def metrics(at) -> list[str]:
 
 
 def exact_line(lang: str, total: str, mha: str, per_token: str, per_token_h: str) -> str:
-    return catalogue(lang)["kvcache.exact"].format(total=total, mha=mha, per_token=per_token,
+    return catalogue(lang)["kv_cache.exact"].format(total=total, mha=mha, per_token=per_token,
                                                    per_token_h=per_token_h)
 
 
@@ -36,45 +36,45 @@ def test_defaults_show_the_worked_numbers(lang: str) -> None:
     assert_clean(at)
     assert at.title[0].value.startswith("6.2 · ")
     text = page_text(at)
-    assert "kvcache." not in text
+    assert "kv_cache." not in text
     assert LLAMA3 in text
     assert metrics(at) == ["1 GiB", "4 GiB", "1/4"]
     assert exact_line(lang, "1,073,741,824", "4,294,967,296", "131,072", "128 KiB") in text
     assert ".000 " not in text  # no trailing zeros on a size ("128.000 KiB")
-    assert catalogue(lang)["kvcache.saving_gqa"].format(
+    assert catalogue(lang)["kv_cache.saving_gqa"].format(
         q=32, kv=8, ratio="1/4", saved="3/4", saved_bytes="3,221,225,472", saved_h="3 GiB") in text
     assert "67,108,864" in text  # Falcon-7B's cache in the presets table: 32·1·64·8192·2·2
 
 
 def test_edits_change_every_number() -> None:
     at = open_page(PAGE)
-    at.number_input("kvcache.L").set_value(2).run()
+    at.number_input("kv_cache.L").set_value(2).run()
     at.slider("_kvcache.seq~s").set_value(1024).run()
     assert_clean(at)
     text = page_text(at)
     assert r"2 \times 8 \times 128 \times 1024 \times 2 \times 2 \\ &= 8{,}388{,}608" in text
     assert metrics(at) == ["8 MiB", "32 MiB", "1/4"]
-    at.selectbox("kvcache.bytes").set_value(4).run()
-    at.number_input("kvcache.kvh").set_value(1).run()
+    at.selectbox("kv_cache.bytes").set_value(4).run()
+    at.number_input("kv_cache.kvh").set_value(1).run()
     assert metrics(at) == ["2 MiB", "64 MiB", "1/32"]  # 2·1·128·1024·2·4 = 2,097,152
-    assert at.query_params["kvcache.kvh"] == "1" and at.query_params["kvcache.seq"] == "1024"
+    assert at.query_params["kv_cache.kvh"] == "1" and at.query_params["kv_cache.seq"] == "1024"
 
 
 def test_presets_fill_the_calculator() -> None:
     at = open_page(PAGE)
     at.button("_kvcache.preset.Falcon-7B").click().run()
     assert_clean(at)
-    assert at.number_input("kvcache.qh").value == 71
+    assert at.number_input("kv_cache.qh").value == 71
     assert metrics(at) == ["64 MiB", "4.438 GiB", "1/71"]  # 71 · 64 MiB = 4.4375 GiB
-    assert at.query_params["kvcache.qh"] == "71"
+    assert at.query_params["kv_cache.qh"] == "71"
     at.button("_kvcache.preset.Llama-2-7B").click().run()
     assert metrics(at) == ["4 GiB", "4 GiB", "1"]
-    assert catalogue("en")["kvcache.saving_mha"].format(q=32, kv=32) in page_text(at)
+    assert catalogue("en")["kv_cache.saving_mha"].format(q=32, kv=32) in page_text(at)
 
 
 def test_a_shared_link_reproduces_the_numbers() -> None:
-    params = {"kvcache.L": "80", "kvcache.qh": "64", "kvcache.kvh": "8", "kvcache.hd": "128",
-              "kvcache.seq": "4096"}
+    params = {"kv_cache.L": "80", "kv_cache.qh": "64", "kv_cache.kvh": "8", "kv_cache.hd": "128",
+              "kv_cache.seq": "4096"}
     at = open_page(PAGE, params=params)  # Llama-2-70B at 4096 tokens
     assert_clean(at)
     assert metrics(at) == ["1.25 GiB", "10 GiB", "1/8"]
@@ -82,8 +82,8 @@ def test_a_shared_link_reproduces_the_numbers() -> None:
 
 
 def test_the_largest_setting_stays_exact() -> None:
-    params = {"kvcache.L": "1000", "kvcache.qh": "1024", "kvcache.kvh": "1024",
-              "kvcache.hd": "1024", "kvcache.seq": "1048576", "kvcache.bytes": "4"}
+    params = {"kv_cache.L": "1000", "kv_cache.qh": "1024", "kv_cache.kvh": "1024",
+              "kv_cache.hd": "1024", "kv_cache.seq": "1048576", "kv_cache.bytes": "4"}
     at = open_page(PAGE, params=params)
     assert_clean(at)
     assert metrics(at)[0] == "8000 TiB"
@@ -92,7 +92,7 @@ def test_the_largest_setting_stays_exact() -> None:
 
 @pytest.mark.parametrize(("q", "kv"), [(32, 3), (8, 16)])
 def test_heads_that_cannot_share_evenly_are_one_clear_error(lang: str, q: int, kv: int) -> None:
-    at = open_page(PAGE, lang, params={"kvcache.qh": str(q), "kvcache.kvh": str(kv)})
+    at = open_page(PAGE, lang, params={"kv_cache.qh": str(q), "kv_cache.kvh": str(kv)})
     assert_clean(at)
     message = catalogue(lang)["errors.heads_not_divisible"].format(heads=q, kv_heads=kv)
     assert [e.value for e in at.error] == [message]
@@ -100,10 +100,10 @@ def test_heads_that_cannot_share_evenly_are_one_clear_error(lang: str, q: int, k
 
 
 @pytest.mark.parametrize(("key", "bad"), [
-    ("kvcache.L", "abc"), ("kvcache.L", "0"), ("kvcache.L", "1001"), ("kvcache.qh", "nan"),
-    ("kvcache.kvh", "inf"), ("kvcache.hd", "1e300"), ("kvcache.hd", "2.5"),
-    ("kvcache.seq", ""), ("kvcache.seq", "-1"), ("kvcache.seq", "10000000"),
-    ("kvcache.bytes", "3"), ("kvcache.bytes", "two"),
+    ("kv_cache.L", "abc"), ("kv_cache.L", "0"), ("kv_cache.L", "1001"), ("kv_cache.qh", "nan"),
+    ("kv_cache.kvh", "inf"), ("kv_cache.hd", "1e300"), ("kv_cache.hd", "2.5"),
+    ("kv_cache.seq", ""), ("kv_cache.seq", "-1"), ("kv_cache.seq", "10000000"),
+    ("kv_cache.bytes", "3"), ("kv_cache.bytes", "two"),
 ])
 def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> None:
     at = open_page(PAGE, params={key: bad})
@@ -114,15 +114,15 @@ def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> 
 
 def test_exercises_in_both_languages(lang: str) -> None:
     at = open_page(PAGE, lang)
-    steps = catalogue(lang)["kvcache.ex2_steps"].format(total="2,147,483,648", gib="2 GiB")
+    steps = catalogue(lang)["kv_cache.ex2_steps"].format(total="2,147,483,648", gib="2 GiB")
     assert steps not in page_text(at)  # the worked steps only after answering
-    reveal(at, "kvcache.stored", 0)
-    assert any(catalogue(lang)["kvcache.ex_explain"] in s.value for s in at.success)
-    answer(at, "kvcache.longer", 2.0)
+    reveal(at, "kv_cache.stored", 0)
+    assert any(catalogue(lang)["kv_cache.ex_explain"] in s.value for s in at.success)
+    answer(at, "kv_cache.longer", 2.0)
     assert steps in explanations(at) and LONGER in explanations(at)
     assert catalogue(lang)["kit.right_number"].format(answer="2.00") in [
         s.value for s in at.success]
-    answer(at, "kvcache.longer", 1.0)  # the 8,192 tokens' cache is not the answer
+    answer(at, "kv_cache.longer", 1.0)  # the 8,192 tokens' cache is not the answer
     assert len(at.warning) == 1
 
 
@@ -136,7 +136,7 @@ def test_exercises_come_before_what_answers_them() -> None:
 
 @pytest.mark.parametrize("step", [1, 2, 3])
 def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
-    at = open_page(PAGE, params={"kvcache.hand.step": str(step)})
+    at = open_page(PAGE, params={"kv_cache.hand.step": str(step)})
     assert_clean(at)
     text = page_text(at)
     assert [PER_TOKEN in text, LLAMA3 in text, bool(at.metric)] == [k < step for k in range(3)]
