@@ -6,13 +6,12 @@ stage then costs the browser its first screen, not four screens of figures (issu
 page-open time). The open state is part of the URL ("softmax.more=true"), so a shared
 link shows the same part of the page, and it stays open through every rerun.
 
-    with stage_page("softmax"):
-        ...the first part...
-        section(t("softmax.matrix_title"), folded=True)  # or fold(title)
-        ...the rest...
+    ...the first part of pages/05_softmax.py...
+    section(t("softmax.matrix_title"), folded=True)  # or fold(title)
+    ...the rest...
 
-While the rest is closed, fold() raises Folded, which stage_page catches: the body
-ends there and the page's footer follows.
+While the rest is closed, fold() raises Folded, which the frame (ui/frame.py) catches:
+the page's body ends there and the footer follows.
 """
 
 from __future__ import annotations
@@ -26,8 +25,11 @@ NAME = "more"  # the URL parameter: "<stage id>.more=true"
 OPEN = state.BOOL_CODEC.encode(True)  # its value once the rest is open
 
 
-class Folded(Exception):  # control flow, like Streamlit's own StopException
-    """The rest of the page is closed: the page's body ends at fold()."""
+class Folded(BaseException):
+    """The rest of the page is closed: the page's body ends at fold().
+
+    Control flow, not an error: a BaseException (like KeyboardInterrupt), so that no
+    `except Exception` on its way up can swallow it; the frame catches it by name."""
 
 
 def fold_key() -> str:
