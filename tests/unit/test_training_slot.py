@@ -1,4 +1,4 @@
-"""ui.training_slot: one training at a time across processes, first come first served,
+"""serving.training_slot: one training at a time across processes, first come first served,
 and a slot that frees itself when its holder dies.
 
 Other processes are plain Python children running a few lines against the same
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.training_slot import QueueFull, TrainingSlot, UnsafeDirectory
+from serving.training_slot import QueueFull, TrainingSlot, UnsafeDirectory
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 LIMIT_S = 30.0
@@ -28,7 +28,7 @@ LIMIT_S = 30.0
 WAITER = """
 import sys
 from pathlib import Path
-from ui.training_slot import TrainingSlot
+from serving.training_slot import TrainingSlot
 ticket = TrainingSlot(Path(sys.argv[1])).join()
 print("position", ticket.position(), flush=True)
 ticket.wait()
@@ -39,7 +39,7 @@ ticket.release()
 HOLDER = """
 import os, sys
 from pathlib import Path
-from ui.training_slot import TrainingSlot
+from serving.training_slot import TrainingSlot
 ticket = TrainingSlot(Path(sys.argv[1])).join()
 print("position", ticket.position(), flush=True)
 if sys.stdin.readline().strip() == "exit without release":
