@@ -1,5 +1,6 @@
-"""AppTest helpers. Measured on Streamlit 1.67: start from app.py and switch_page to a
-stage (a stage run alone cannot resolve st.page_link("app.py")).
+"""AppTest helpers, imported as `tests.app.helpers` (fixtures are in conftest.py). A page
+opens as in a browser: app.py (the frame and st.navigation) with the page picked by
+switch_page before the first run, one run per open.
 
 The kit writes and reads the URL itself (ui/state.py), so a shared link is simulated
 exactly: open_page(..., params={"softmax.kB": "2, 0"}) puts them in the query string
@@ -14,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui.fold import NAME as FOLD_NAME
@@ -28,10 +28,11 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
               timeout: float = 60, params: Mapping[str, str] | None = None,
               folded: bool = False) -> AppTest:
-    """Run app.py, then switch to `page` (e.g. "pages/05_softmax.py") in `lang`.
+    """Run app.py once on `page` (e.g. "pages/05_softmax.py"; None: the overview) in
+    `lang`: st.navigation lets AppTest pick the page before the first run.
 
     params: URL parameters, as a shared link carries them; state: session state set
-    before the page's run (clicks, see click()). The whole page is drawn, as after its
+    before the run (clicks, see click()). The whole page is drawn, as after its
     "Continue" button ("<stage>.more=true" in the link); folded=True: as first opened."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params["lang"] = lang
@@ -39,7 +40,6 @@ def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
         at.query_params[f"{stage.id}.{FOLD_NAME}"] = FOLD_OPEN
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    at.run()
     if page is not None:
         at.switch_page(page)
     for key, value in (state or {}).items():
@@ -129,28 +129,6 @@ def assert_clean(at: AppTest) -> None:
     text = page_text(at)
     for marker in ("Traceback", "Error:"):
         assert marker not in text
-
-
-@pytest.fixture
-def missing_model(monkeypatch) -> Iterator[str]:
-    """No shipped model (a fresh checkout without assets/model): loading it raises the
-    keyed error the pages translate. Yields the path the message names."""
-    import streamlit as st
-
-    from tinyformer.errors import ParameterError
-
-    def missing(*_, **__):
-        raise ParameterError("trained_model_missing", "no model", path="assets/model")
-
-    monkeypatch.setattr("ui.models.load_model", missing)
-    st.cache_resource.clear()  # a model or run cached by an earlier test would hide it
-    yield "assets/model"
-    st.cache_resource.clear()  # the next test loads the real model again
-
-
-@pytest.fixture(params=LANGS)
-def lang(request) -> str:
-    return request.param
 
 
 def _walk(node) -> Iterator:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     explanations,
@@ -14,7 +14,7 @@ from tests.app.conftest import (
     reveal,
     tables,
 )
-from tinyformer.backbones import split_words, translation_example
+from tinyformer.lessons.backbones import split_words, translation_example
 from ui.fmt import num
 
 PAGE = "pages/12_backbones.py"

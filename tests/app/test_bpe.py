@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     open_page,
@@ -15,8 +15,9 @@ from tests.app.conftest import (
     tables,
     text_above,
 )
-from tinyformer.bpe import corpus_bpe, merge_run
-from tinyformer.corpus import vocabulary
+from tinyformer.bpe import merge_run
+from tinyformer.lessons.bpe_corpus import corpus_bpe
+from tinyformer.lessons.corpus import vocabulary
 from ui.example import Q1, Q2
 from ui.i18n import catalogue
 

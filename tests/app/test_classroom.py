@@ -6,7 +6,7 @@ import io
 import json
 import zipfile
 
-from tests.app.conftest import assert_clean, open_page, page_text
+from tests.app.helpers import assert_clean, open_page, page_text
 from ui import classroom, handout
 from ui.i18n import catalogue
 

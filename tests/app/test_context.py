@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     click,
@@ -16,8 +16,8 @@ from tests.app.conftest import (
     reveal,
     tables,
 )
-from tinyformer.projection import random_setup
-from tinyformer.train import load_model
+from tinyformer.lessons.checkpoint import load_model
+from tinyformer.lessons.projection import random_setup
 from ui.example import Q1, Q1_WORDS, Q2, Q2_WORDS
 from ui.fmt import latex_vec, num
 from ui.i18n import catalogue

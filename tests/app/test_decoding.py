@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import BAD_CELLS, answer, assert_clean, open_page, page_text, reveal
+from tests.app.helpers import BAD_CELLS, answer, assert_clean, open_page, page_text, reveal
 from tinyformer.model import TinyDecoder
 from ui.i18n import catalogue
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     LANGS,
     answer,

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     answer,
     assert_clean,

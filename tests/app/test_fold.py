@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import assert_clean, fold_button, open_page, open_rest, page_text
+from tests.app.helpers import assert_clean, fold_button, open_page, open_rest, page_text
 from ui.fold import NAME, OPEN
 from ui.i18n import catalogue
 from ui.stages import STAGES, by_id

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     click,
@@ -20,9 +20,9 @@ from tests.app.conftest import (
     page_text,
     reveal,
 )
-from tinyformer.forward_pass import BLOCK_STEPS, HEAD_STEPS, TAIL_STEPS
+from tinyformer.lessons.checkpoint import load_model
+from tinyformer.lessons.forward_pass import BLOCK_STEPS, HEAD_STEPS, TAIL_STEPS
 from tinyformer.model import TinyDecoder
-from tinyformer.train import load_model
 from ui.example import Q1, Q2
 from ui.i18n import catalogue
 

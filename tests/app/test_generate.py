@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     explanations,
@@ -18,9 +18,10 @@ from tests.app.conftest import (
     reveal,
     text_above,
 )
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN
-from tinyformer.generate import compare_cache, question_prompt
-from tinyformer.train import greedy_answers, load_model
+from tinyformer.lessons.answering import greedy_answers
+from tinyformer.lessons.cache_work import compare_cache, question_prompt
+from tinyformer.lessons.checkpoint import load_model
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from ui.i18n import catalogue
 
 PAGE = "pages/13_generate.py"

@@ -2,7 +2,7 @@
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP, assert_clean, open_page
+from tests.app.helpers import APP, assert_clean, open_page
 from ui.stages import STAGES
 
 

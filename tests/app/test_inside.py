@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     _walk,
     answer,
     assert_clean,
@@ -23,9 +23,9 @@ from tests.app.conftest import (
     tables,
     text_above,
 )
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN
-from tinyformer.probe import probe
-from tinyformer.train import load_model
+from tinyformer.lessons.checkpoint import load_model
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
+from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
 

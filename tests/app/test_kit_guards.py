@@ -23,8 +23,8 @@ def _page_with_an_unknown_error_key():
     import streamlit as st
 
     from tinyformer.errors import ParameterError
-    from ui.notes import shown_errors
     from ui.frame import around
+    from ui.notes import shown_errors
 
     with around("softmax"):
         with shown_errors():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     explanations,

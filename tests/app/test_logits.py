@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     answer,
     assert_clean,

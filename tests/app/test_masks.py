@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     _walk,
     answer,

@@ -17,7 +17,7 @@ from itertools import pairwise
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP, open_rest
+from tests.app.helpers import APP, open_rest
 from ui.stages import HOME, STAGES, Stage
 
 PAGES: tuple[Stage, ...] = (HOME, *STAGES)

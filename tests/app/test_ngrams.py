@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     LANGS,
     answer,
     assert_clean,

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     _walk,
     answer,
     assert_clean,
@@ -21,7 +21,7 @@ from tests.app.conftest import (
     page_text,
     reveal,
 )
-from tinyformer.projection import random_setup
+from tinyformer.lessons.projection import random_setup
 from ui.fmt import num, vec
 
 PAGE = "pages/07_positions.py"

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.app.conftest import _walk, answer, assert_clean, open_page, page_text, reveal, tables
+from tests.app.helpers import _walk, answer, assert_clean, open_page, page_text, reveal, tables
 from tests.unit.test_residual import torch_layer
 from tinyformer.residual import compare_placements
 from ui.fmt import num, vec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     _walk,
     answer,
@@ -18,7 +18,7 @@ from tests.app.conftest import (
     tables,
     type_bad,
 )
-from tinyformer.projection import identity_qkv, project_qkv, random_setup, two_contexts
+from tinyformer.lessons.projection import identity_qkv, project_qkv, random_setup, two_contexts
 from ui.example import Q1_WORDS, Q2_WORDS, TAIL4
 from ui.figures import matrix_frame
 

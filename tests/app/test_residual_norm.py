@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     answer,
     assert_clean,
@@ -80,16 +80,18 @@ def test_residual_follows_its_inputs() -> None:
 
 
 def test_shared_link_reproduces_the_page() -> None:
-    params = {"residual_norm.d": "4", "residual_norm.x4": "1, 2, 3, 5", "residual_norm.g4": "1, 2, 1, 1",
-              "residual_norm.eps": "0.001"}
+    params = {"residual_norm.d": "4", "residual_norm.x4": "1, 2, 3, 5",
+              "residual_norm.g4": "1, 2, 1, 1", "residual_norm.eps": "0.001"}
     text = page_text(open_page(PAGE, params=params))
     for expected in norms([1, 2, 3, 5], [1, 2, 1, 1], None, 1e-3):
         assert expected in text
 
 
 @pytest.mark.parametrize("params", [
-    {"residual_norm.eps": "0", "residual_norm.d": "99", "residual_norm.x2": "1, inf", "residual_norm.g2": "1, 2, 3"},
-    {"residual_norm.eps": "-1e-5", "residual_norm.d": "2.5", "residual_norm.b2": "abc", "residual_norm.x": ""},
+    {"residual_norm.eps": "0", "residual_norm.d": "99", "residual_norm.x2": "1, inf",
+     "residual_norm.g2": "1, 2, 3"},
+    {"residual_norm.eps": "-1e-5", "residual_norm.d": "2.5", "residual_norm.b2": "abc",
+     "residual_norm.x": ""},
     {"residual_norm.eps": "1e300", "residual_norm.d": "abc", "residual_norm.fx": "1e300, 0"},
     {"residual_norm.eps": "nan"},
     {"residual_norm.eps": "abc", "residual_norm.norm.step": "9"},
@@ -104,8 +106,8 @@ def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
         assert expected in text
 
 
-@pytest.mark.parametrize("key", ["residual_norm.x", "residual_norm.fx", "residual_norm.x2", "residual_norm.g2",
-                                 "residual_norm.b2"])
+@pytest.mark.parametrize("key", ["residual_norm.x", "residual_norm.fx", "residual_norm.x2",
+                                 "residual_norm.g2", "residual_norm.b2"])
 def test_bad_cells_show_one_message_and_keep_the_page(key) -> None:
     at = open_page(PAGE)
     for bad in [*BAD_CELLS, "1, 2, 3"]:

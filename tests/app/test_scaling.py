@@ -4,7 +4,7 @@ and the share of saturated rows, measured live."""
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     _walk,
     answer,
@@ -15,7 +15,7 @@ from tests.app.conftest import (
     tables,
     type_bad,
 )
-from tinyformer.scaling import scaling_experiment
+from tinyformer.lessons.scaling import scaling_experiment
 from ui.fmt import num
 
 PAGE = "pages/03_scaling.py"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     answer,
     assert_clean,

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     BAD_CELLS,
     answer,
     assert_clean,
@@ -132,12 +132,14 @@ def _silu_at(gate: float) -> float:
 
 
 def test_a_shared_link_and_bad_link_values():
-    at = open_page(PAGE, params={"swiglu_moe.x": "2, 1", "swiglu_moe.seed": "3", "swiglu_moe.k": "3"})
+    at = open_page(PAGE, params={"swiglu_moe.x": "2, 1", "swiglu_moe.seed": "3",
+                                 "swiglu_moe.k": "3"})
     assert_clean(at)
     assert latex_vec(F.silu(torch.tensor([2.0, 1.0, 1.0]))) in page_text(at)  # x W_gate
     dense, _, _ = reference(8, 3, 3)
     assert shown(tables(at)[1]) == [[num(v) for v in row] for row in dense.tolist()]
-    bad = {"swiglu_moe.E": "0", "swiglu_moe.k": "abc", "swiglu_moe.mpe": "1e300", "swiglu_moe.tok": "7", "swiglu_moe.s": "nan"}
+    bad = {"swiglu_moe.E": "0", "swiglu_moe.k": "abc", "swiglu_moe.mpe": "1e300",
+           "swiglu_moe.tok": "7", "swiglu_moe.s": "nan"}
     at = open_page(PAGE, params=bad)
     assert_clean(at)
     assert len(at.error) == len(bad)
@@ -145,9 +147,9 @@ def test_a_shared_link_and_bad_link_values():
     assert all(number in text for number in COUNTS)
 
 
-@pytest.mark.parametrize(("key", "wrong_shape"), [("swiglu_moe.x", "1, 2, 3"), ("swiglu_moe.Wg", "1, 0; 0, 1"),
-                                                  ("swiglu_moe.Wu", "1, 2, 3"),
-                                                  ("swiglu_moe.Wd", "1, 0, 0; 0, 1, 1")])
+@pytest.mark.parametrize(("key", "wrong_shape"), [
+    ("swiglu_moe.x", "1, 2, 3"), ("swiglu_moe.Wg", "1, 0; 0, 1"), ("swiglu_moe.Wu", "1, 2, 3"),
+    ("swiglu_moe.Wd", "1, 0, 0; 0, 1, 1")])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
     at = open_page(PAGE)
     for bad in (*BAD_CELLS, wrong_shape):

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     explanations,

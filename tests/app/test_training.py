@@ -16,7 +16,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from tests.app.conftest import (
+from tests.app.helpers import (
     answer,
     assert_clean,
     open_page,
@@ -25,9 +25,10 @@ from tests.app.conftest import (
     tables,
     text_above,
 )
-from tinyformer import train as tr
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, generate
-from tinyformer.probe import probe
+from tinyformer.lessons import train as tr
+from tinyformer.lessons.corpus import split_corpus
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
+from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
 from ui.training_slot import DIRECTORY_ENV, training_slot
@@ -118,7 +119,7 @@ def test_training_draws_a_growing_curve_then_the_results(sent):
     assert text("en", "training.answer_cell", answer=seen.greedy_answer,
                 m=num(seen.word.merchant), b=num(seen.word.buyer)) in shown
     shipped = tr.load_model()  # the comparison column, computed here on its own
-    ev = tr.evaluate(shipped.model, shipped.vocab, generate().heldout)
+    ev = tr.evaluate(shipped.model, shipped.vocab, split_corpus().heldout)
     assert text("en", "training.correct_of", correct=ev.correct, n=ev.n,
                 pct=num(100 * ev.accuracy, 1)) in shown
     seen = probe(shipped, TWIN)

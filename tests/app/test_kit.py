@@ -1,0 +1,350 @@
+"""The kit's verbs, each once, inside the frame (ui.frame.around) but without a page:
+an AppTest of a few lines runs in about a second. Page tests check only what is the
+page's own (its shapes, its bounds, its numbers); how every input refuses a bad value
+or a bad link, keeps its URL and shares keys is tested here."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.helpers import click, page_text
+from ui.i18n import catalogue
+
+EN = catalogue("en")
+# Bad cell texts matrix_input must refuse: text, NaN, inf, too large, empty.
+BAD_CELLS = ("abc", "nan, 1", "inf, 0", "1e300, 0", "")
+
+
+def _run(script, params: dict | None = None, state: dict | None = None,
+         lang: str = "en") -> AppTest:
+    at = AppTest.from_function(script, default_timeout=60)
+    at.query_params["lang"] = lang
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _main_errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.main.error]
+
+
+# --- number, choice, toggle, text ----------------------------------------------------------
+def _inputs():
+    import streamlit as st
+
+    from ui.frame import around
+    from ui.inputs import choice, number, text, toggle
+
+    with around("softmax"):
+        n = number("n", "N", 1, 9, 3)
+        x = number("x", "X", 0.0, 1.0, 0.5, gesture="both")
+        c = choice("c", "C", ("a", "b", "c"), "a")
+        on = toggle("on", "On", True)
+        words = text("w", "W", "hello", 8)
+        st.markdown(f"values {n} {x} {c} {on} {words}")
+
+
+def test_inputs_start_from_their_defaults_and_leave_the_url_clean():
+    at = _run(_inputs)
+    assert "values 3 0.5 a True hello" in page_text(at)
+    assert not [k for k in at.query_params if k.startswith("softmax.")]
+
+
+def test_inputs_read_a_link_and_write_an_edit_back():
+    at = _run(_inputs, params={"softmax.n": "7", "softmax.x": "0.25", "softmax.c": "b",
+                               "softmax.on": "false", "softmax.w": "hi"})
+    assert "values 7 0.25 b False hi" in page_text(at)
+    assert not _main_errors(at)
+    at.number_input("softmax.n").set_value(2).run()
+    at.radio("softmax.c").set_value("c").run()
+    at.toggle("softmax.on").set_value(True).run()
+    assert at.query_params["softmax.n"] == "2" and at.query_params["softmax.c"] == "c"
+    assert "softmax.on" not in at.query_params  # back to its default: out of the URL
+    assert "values 2 0.25 c True hi" in page_text(at)
+
+
+def test_old_boolean_spelling_is_still_read():
+    at = _run(_inputs, params={"softmax.on": "0"})
+    assert "values 3 0.5 a False hello" in page_text(at)
+    assert at.query_params["softmax.on"] == "false"  # written in today's spelling
+
+
+def test_slider_and_box_are_two_views_of_one_value():
+    at = _run(_inputs)
+    at.number_input("_softmax.x~n").set_value(0.8).run()
+    assert at.slider("_softmax.x~s").value == pytest.approx(0.8)
+    assert at.query_params["softmax.x"] == "0.8"
+
+
+@pytest.mark.parametrize("params", [
+    {"softmax.n": "0"}, {"softmax.n": "2.5"}, {"softmax.n": "abc"}, {"softmax.n": "1e300"},
+    {"softmax.x": "nan"}, {"softmax.x": "inf"}, {"softmax.x": "2"},
+    {"softmax.c": "d"}, {"softmax.c": "True"}, {"softmax.on": "maybe"},
+    {"softmax.w": "far too long for eight"},
+])
+def test_a_bad_link_value_falls_back_to_the_default_with_one_note(params):
+    at = _run(_inputs, params=params)
+    assert "values 3 0.5 a True hello" in page_text(at)
+    [note] = _main_errors(at)
+    name = {"n": "N", "x": "X", "c": "C", "on": "On", "w": "W"}[
+        next(iter(params)).split(".")[1]]
+    assert note == EN["input.bad_link"].format(name=name)
+
+
+# --- matrix_input --------------------------------------------------------------------------
+def _matrix():
+    import streamlit as st
+
+    from ui.frame import around
+    from ui.inputs import matrix_input
+
+    with around("softmax"):
+        m = matrix_input("M", "M", [[1, 0], [0, 1]], rows=2, bound=100)
+        v = matrix_input("v", "v", [1, 2], sliders=True, slider_labels=["v1", "v2"])
+        st.markdown(f"M={m.tolist()} v={v.tolist()}")
+
+
+@pytest.mark.parametrize("bad", [*BAD_CELLS, "1, 2, 3; 4, 5, 6"])
+def test_a_bad_matrix_cell_shows_one_message_and_keeps_the_last_value(bad):
+    at = _run(_matrix)
+    at.text_input("softmax.M").input("2, 0; 0, 2").run()
+    at.text_input("softmax.M").input(bad).run()
+    assert not at.exception
+    [message] = _main_errors(at)
+    assert message.endswith(EN["input.kept_last"])
+    assert "M=[[2.0, 0.0], [0.0, 2.0]]" in page_text(at)
+
+
+def test_a_bad_first_matrix_keeps_the_default_and_says_so():
+    at = _run(_matrix, params={"softmax.M": "1, x; 0, 1"})
+    [message] = _main_errors(at)
+    assert message == EN["input.not_number"].format(token="x") + " " + EN["input.kept_default"]
+    assert "M=[[1.0, 0.0], [0.0, 1.0]]" in page_text(at)
+
+
+def test_matrix_messages_are_translated():
+    at = _run(_matrix, lang="zh")
+    at.text_input("softmax.M").input("abc").run()
+    assert _main_errors(at)[0].startswith(catalogue("zh")["input.not_number"].format(token="abc"))
+
+
+def test_a_component_slider_changes_only_its_component():
+    at = _run(_matrix, params={"softmax.v": "1.25, 2"})
+    at.slider("_softmax.v~1").set_value(-3.0).run()
+    assert at.text_input("softmax.v").value == "1.25, -3"
+    assert "v=[1.25, -3.0]" in page_text(at)
+    assert [s.label for s in at.main.slider] == ["v1", "v2"]
+
+
+# --- heatmap click -------------------------------------------------------------------------
+def _heatmap():
+    from ui.figures import heatmap
+    from ui.frame import around
+
+    with around("softmax"):
+        heatmap([[1, 2], [3, 4]], ["a", "b"], ["r", "s"], key="map",
+                explain=lambda r, c: f"cell {r},{c}")
+
+
+def test_a_heatmap_click_is_explained_and_kept_in_the_url():
+    at = _run(_heatmap)
+    assert EN["kit.click_cell"] in page_text(at)
+    at = _run(_heatmap, state=click(("softmax.map", 1, 0)))
+    assert "cell 1,0" in page_text(at)
+    assert at.query_params["softmax.map"] == "1,0"
+
+
+@pytest.mark.parametrize("cell", ["5,5", "a,b", "1"])
+def test_a_heatmap_link_to_a_missing_cell_is_ignored(cell):
+    at = _run(_heatmap, params={"softmax.map": cell})
+    assert EN["kit.click_cell"] in page_text(at)
+    assert not _main_errors(at)
+
+
+# --- exercises -----------------------------------------------------------------------------
+def _exercises():
+    from ui.exercise import choice_exercise, number_exercise
+    from ui.frame import around
+
+    with around("softmax"):
+        choice_exercise("c", "Which?", ["one", "two"], 1, "Because two.")
+        number_exercise("n", "How much?", 0.25, "worked steps")
+
+
+def test_choice_exercise_right_and_wrong():
+    at = _run(_exercises)
+    assert at.button("_softmax.ex.c.reveal").disabled  # nothing chosen yet
+    at.radio("_softmax.ex.c.choice").set_value(1).run()
+    at.button("_softmax.ex.c.reveal").click().run()
+    assert [s.value for s in at.success] == [EN["kit.right"] + " Because two."]
+    at.radio("_softmax.ex.c.choice").set_value(0).run()
+    at.button("_softmax.ex.c.reveal").click().run()
+    assert not at.success
+    assert at.warning[0].value.startswith(EN["kit.not_quite"].format(answer="two"))
+
+
+@pytest.mark.parametrize(("typed", "kind"), [(0.252, "success"), (0.3, "warning")])
+def test_number_exercise_within_its_tolerance(typed, kind):
+    at = _run(_exercises)
+    assert "worked steps" not in page_text(at)  # the steps wait for an answer
+    at.number_input("_softmax.ex.n.value").set_value(typed).run()
+    at.button("_softmax.ex.n.check").click().run()
+    assert len(getattr(at, kind)) == 1
+    assert "worked steps" in page_text(at)
+
+
+def test_exercises_in_presenter_view_are_closed_lines():
+    at = _run(_exercises, params={"present": "true"})
+    assert [e.label for e in at.main.expander if "?" in e.label] == [
+        f"**{EN['kit.exercise']}** · Which?", f"**{EN['kit.exercise_number']}** · How much?"]
+
+
+# --- Stepper, fold, part -------------------------------------------------------------------
+def _stepper():
+    import streamlit as st
+
+    from ui.frame import around
+    from ui.page import fold
+    from ui.reveal import Stepper
+
+    with around("softmax"):
+        steps = Stepper("hand", ["one", "two", "three"], fold_at=3)
+        for k in (1, 2):
+            steps.step(k, f"result {k}")
+        fold("Later")
+        steps.step(3, "result 3")
+        st.markdown("below the fold")
+
+
+def _buttons(at: AppTest, suffix: str):
+    return next(b for b in at.button if (b.key or "").endswith(suffix))
+
+
+def test_stepper_walks_step_by_step_and_opens_the_fold():
+    at = _run(_stepper)
+    assert "**2 · two** — result 2" in page_text(at)  # every step shown at first
+    assert "below the fold" not in page_text(at)
+    _buttons(at, "~start").click().run()
+    assert at.query_params["softmax.hand.step"] == "1"
+    assert "result 1" in page_text(at) and "result 2" not in page_text(at)
+    _buttons(at, "~next").click().run()
+    _buttons(at, "~next").click().run()  # step 3 lies below the fold: it opens
+    assert at.query_params["softmax.more"] == "true"
+    assert "result 3" in page_text(at) and "below the fold" in page_text(at)
+
+
+@pytest.mark.parametrize("step", ["9", "-1", "x"])
+def test_a_bad_step_in_a_link_shows_every_step_with_a_note(step):
+    at = _run(_stepper, params={"softmax.hand.step": step, "softmax.more": "true"})
+    assert "result 3" in page_text(at)
+    assert _main_errors(at) == [EN["input.bad_link"].format(name=EN["kit.step_label"])]
+
+
+def test_fold_button_opens_the_rest_and_a_bad_link_value_keeps_it_closed():
+    at = _run(_stepper, params={"softmax.more": "maybe"})
+    assert _main_errors(at) == [EN["input.bad_link"].format(name=EN["kit.fold_label"])]
+    button = at.button("_softmax.more~open")
+    assert button.label == EN["kit.fold_continue"].format(title="Later")
+    button.click().run()
+    assert "below the fold" in page_text(at)
+    assert EN["kit.downloads_folded"] not in page_text(at)
+
+
+def _parts():
+
+    from ui.frame import around
+    from ui.inputs import number
+    from ui.page import part
+
+    @part
+    def section():
+        number("k", "K", 1, 5, 1)
+
+    with around("softmax"):
+        section()
+
+
+def test_a_part_keeps_the_url_and_the_shown_qr_code_in_step():
+    """AppTest reruns the whole script for a fragment's widget, so what is checked here
+    is the part's bookkeeping: its input reaches the URL, and the QR code on show."""
+    at = _run(_parts)
+    at.number_input("softmax.k").set_value(2).run()
+    assert at.query_params["softmax.k"] == "2"
+    at.sidebar.toggle("_share_on").set_value(True).run()
+    at.number_input("softmax.k").set_value(3).run()
+    assert "softmax.k=3" in at.session_state["_share_url"]  # the whole page reran
+
+
+# --- the frame's share panel and downloads -------------------------------------------------
+def test_share_panel_draws_on_demand_with_the_class_address():
+    at = _run(_inputs, params={"softmax.n": "5"})
+    assert "_share_url" not in at.session_state
+    at.sidebar.text_input("_share_address").input("http://192.168.1.20:8501/").run()
+    at.sidebar.toggle("_share_on").set_value(True).run()
+    url = at.session_state["_share_url"]
+    assert url.startswith("http://192.168.1.20:8501") and "softmax.n=5" in url
+    assert "lang=en" in url
+    assert len(at.sidebar.code) == 1 and at.sidebar.code[0].value == url
+
+
+def test_downloads_offer_state_and_handout_and_tables_only_when_there_are_some():
+    at = _run(_inputs)
+    keys = {b.key for b in at.sidebar.get("download_button")}
+    assert keys == {"_dl_state", "_dl_handout"}
+    at = _run(_heatmap)
+    keys = {b.key for b in at.sidebar.get("download_button")}
+    assert keys == {"_dl_state", "_dl_tables", "_dl_handout"}
+
+
+def test_downloads_say_when_the_page_is_folded():
+    at = _run(_stepper)
+    assert EN["kit.downloads_folded"] in [c.value for c in at.sidebar.caption]
+
+
+# --- ui.state: old prefixes, shared namespaces ---------------------------------------------
+def _two_stages():
+    import streamlit as st
+
+    from ui.frame import around
+    from ui.inputs import number, text
+
+    stage = st.query_params.get("to", "multi_head")
+    with around(stage):
+        h = number("h", "heads", 1, 8, 2)
+        q = text("hand.q", "q", "1, 0", 20)
+        st.markdown(f"on {stage}: h={h} q={q}")
+
+
+def test_an_old_prefix_in_a_link_is_renamed_on_entry():
+    at = _run(_two_stages, params={"multihead.h": "4"})
+    assert "on multi_head: h=4" in page_text(at)
+    assert at.query_params["multi_head.h"] == "4"
+    assert "multihead.h" not in at.query_params
+    at = _run(_two_stages, params={"multihead.h": "4", "multi_head.h": "6"})
+    assert "h=6" in page_text(at)  # today's name wins over an old one
+
+
+def test_only_listed_namespaces_and_globals_are_shared_between_stages():
+    """'hand.q' keeps its value from one stage to the next, as 'lang' does; 'h' is each
+    stage's own ('multi_head.h' is not 'kv_cache.h')."""
+    at = _run(_two_stages)
+    at.number_input("multi_head.h").set_value(5).run()
+    at.text_input("hand.q").input("2, 2").run()
+    for key in list(at.query_params):
+        del at.query_params[key]
+    at.query_params["to"] = "kv_cache"
+    at.run()
+    assert "on kv_cache: h=2 q=2, 2" in page_text(at)  # h: kv_cache's own default
+    assert at.session_state["lang"] == "en"  # a global, kept although the URL lost it
+
+
+def test_qualify_and_is_shared():
+    from ui import state
+
+    assert state.is_shared("lang") and state.is_shared("hand.q")
+    assert not state.is_shared("softmax.kB") and not state.is_shared("handy.q")
