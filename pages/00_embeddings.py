@@ -1,13 +1,12 @@
 """Stage 0.2: embeddings are dense vectors; the cosine compares their directions; whitening
 spreads a narrow cone of trained vectors."""
 
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
 from tinyformer.embedding import anisotropic_cloud, cosine_table, mean_pairwise_cosine, whiten
 from ui import explain
-from ui.charts import vectors
+from ui.charts import point_clouds, vectors
 from ui.example import gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap, matrix_frame
@@ -58,22 +57,6 @@ def worked_pair(cos, steps: Stepper) -> None:
     for k, line in enumerate(lines, start=1):
         if steps.step(k):
             formula(rf"\begin{{aligned}}{line}\end{{aligned}}")
-
-
-def clouds_figure(before: torch.Tensor, after: torch.Tensor) -> go.Figure:
-    """The cloud before and after whitening, side by side on equal axes."""
-    lim = 1.1 * max(float(before.abs().max()), float(after.abs().max()))
-    traces, layout = [], {"height": 380, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-                          "showlegend": False}
-    for data, colour, ax, domain in ((before, "#e8590c", "", [0, 0.47]),
-                                     (after, "#1971c2", "2", [0.53, 1])):
-        traces.append(go.Scatter(x=data[:, 0].tolist(), y=data[:, 1].tolist(), mode="markers",
-                                 xaxis=f"x{ax}", yaxis=f"y{ax}",
-                                 marker={"size": 5, "color": colour, "opacity": 0.7},
-                                 hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>"))
-        layout[f"xaxis{ax}"] = {"range": [-lim, lim], "domain": domain}
-        layout[f"yaxis{ax}"] = {"range": [-lim, lim], "scaleanchor": f"x{ax}", "anchor": f"x{ax}"}
-    return go.Figure(data=traces, layout=layout)
 
 
 gloss(WORDS)
@@ -137,8 +120,7 @@ def whitening() -> None:
         before, after = st.columns(2)
         before.metric(t("embeddings.mean_cos_before"), num(mean_pairwise_cosine(cloud)))
         after.metric(t("embeddings.mean_cos_after"), num(mean_pairwise_cosine(white.whitened)))
-        st.plotly_chart(clouds_figure(cloud, white.whitened), config={"displayModeBar": False},
-                        width="stretch", key="_embeddings.clouds")
+        point_clouds([cloud.tolist(), white.whitened.tolist()], key="clouds")
         formula(r"\tilde x = (x - \mu)\,\Sigma^{-1/2}",
                 rf"\begin{{gathered}}\mu = {latex_vec(white.mean)},\quad "
                 rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "

@@ -1,18 +1,15 @@
 """Stage 1.2: byte-level BPE learns its tokens from the corpus: one sentence, two cuts."""
 
-from html import escape
-
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from tinyformer.bpe import BPEEncoding, compare_cuts, corpus_bpe, hex_bytes, merge_run
+from tinyformer.bpe import BPEEncoding, hex_bytes, merge_run
+from tinyformer.lessons.bpe_corpus import corpus_bpe
+from tinyformer.lessons.bpe_corpus import corpus_cuts as compare_cuts
 from tinyformer.tokenizer import UNK_ID
-from ui import state
-from ui.charts import PALETTE, lines
+from ui.charts import PALETTE, lines, spans
 from ui.example import question_box
 from ui.exercise import choice_exercise, number_exercise
-from ui.figures import png_config
 from ui.fmt import plain
 from ui.i18n import t
 from ui.inputs import number
@@ -34,20 +31,9 @@ def cut_table(tokens, ids, extra: dict | None = None) -> None:
 def byte_figure(key: str, n_bytes: int, *rows) -> None:
     """Cuts laid along the sentence's bytes, one bar row per cut, so a token that cuts a
     character shows. Each row: (name, tokens, ids, byte spans, partial flags, colour)."""
-    data = [{"type": "bar", "orientation": "h", "y": [name] * len(spans), "showlegend": False,
-             "base": [a for a, _ in spans], "x": [b - a for a, b in spans],
-             "text": [f"{escape(tok)}<br>{i}" for tok, i in zip(toks, ids, strict=True)],
-             "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
-             "marker": {"color": [PARTIAL if p else colour for p in partial],
-                        "line": {"color": "white", "width": 2}},
-             "hovertemplate": "%{text}<extra></extra>"}
-            for name, toks, ids, spans, partial, colour in rows]
-    layout = {"height": 210, "barmode": "overlay", "font": {"size": 14}, "dragmode": False,
-              "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-              "xaxis": {"range": [0, n_bytes], "title": {"text": t("bpe.byte_axis")}},
-              "yaxis": {"autorange": "reversed"}}
-    st.plotly_chart(go.Figure(data=data, layout=layout), key=state.private(key, "chart"),
-                    config=png_config(key), width="stretch")
+    cuts = [(name, [f"{tok}\n{i}" for tok, i in zip(toks, ids, strict=True)], places,
+             partial, colour) for name, toks, ids, places, partial, colour in rows]
+    spans(cuts, key=key, length=n_bytes, x_title=t("bpe.byte_axis"), marked_colour=PARTIAL)
 
 
 def bpe_row(name: str, enc: BPEEncoding) -> tuple:

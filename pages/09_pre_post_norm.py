@@ -1,15 +1,12 @@
 """Stage 9.2: Post-Norm normalizes the residual stream itself; Pre-Norm only the copy each
 sub-layer reads, so its stream keeps every block's additions."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from tinyformer.residual import BlockFlow, compare_placements
-from ui import state
-from ui.charts import PALETTE, lines
+from ui.charts import PALETTE, boxes_and_arrows, lines
 from ui.example import TAIL4, gloss
 from ui.exercise import choice_exercise, number_exercise
-from ui.figures import png_config
 from ui.fmt import num, vec
 from ui.formula import formula
 from ui.i18n import t
@@ -38,25 +35,14 @@ def measure(blocks: int, seed: int, scale: float, norm: str):
 
 
 def diagram(flow: BlockFlow, row: int, shown: int) -> None:
-    """# KIT: a block as boxes and arrows (stream left, branch right), built in one
-    go.Figure call; each box shows its step's value for one position."""
-    lane = [0.0 if s.stream else 1.0 for s in flow.steps]
-    notes = [{"x": lane[i], "y": -i, "ax": lane[j], "ay": -j, "xref": "x", "yref": "y",
-              "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2,
-              "arrowwidth": 2, "arrowcolor": "#868e96", "standoff": 24, "startstandoff": 24}
-             for i, s in enumerate(flow.steps[:shown]) for j in s.inputs]
-    notes += [{"x": lane[i], "y": -i, "showarrow": False, "bgcolor": "#fff", "borderpad": 5,
-               "bordercolor": OP_COLOUR[s.op], "borderwidth": 3 if s.stream else 1.5,
-               "text": f"<b>{t('pre_post_norm.op_' + s.op)}</b><br>{vec(s.value[row])}",
-               "font": {"size": 13, "color": "#212529"}} for i, s in enumerate(flow.steps[:shown])]
-    n = len(flow.steps)
-    hidden = {"visible": False, "fixedrange": True}
-    layout = {"height": 70 * n + 20, "margin": {"l": 0, "r": 0, "t": 10, "b": 10},
-              "annotations": notes, "showlegend": False, "dragmode": False,
-              "xaxis": {**hidden, "range": [-0.75, 1.75]},
-              "yaxis": {**hidden, "range": [-n + 0.5, 0.5]}}
-    st.plotly_chart(go.Figure(data=[], layout=layout), config=png_config(flow.placement),
-                    key=state.private(f"flow_{flow.placement}", "chart"), width="stretch")
+    """A block as boxes and arrows (stream left, branch right); each box shows its
+    step's value for one position."""
+    steps = flow.steps[:shown]
+    boxes = [(0.0 if s.stream else 1.0,
+              f"<b>{t('pre_post_norm.op_' + s.op)}</b><br>{vec(s.value[row])}",
+              OP_COLOUR[s.op], s.stream) for s in steps]
+    arrows = [(j, i) for i, s in enumerate(steps) for j in s.inputs]
+    boxes_and_arrows(boxes, arrows, key=f"flow_{flow.placement}", rows=len(flow.steps))
 
 
 @part

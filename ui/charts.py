@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from html import escape
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -182,3 +183,93 @@ def vectors(
     layout = _layout(height, x_title, y_title, annotations=notes, xaxis=axis,
                      yaxis={**axis, "scaleanchor": "x", "scaleratio": 1}, showlegend=False)
     _show(go.Figure(data=[trace], layout=layout), key)
+
+
+def point_clouds(
+    clouds: Sequence[Sequence[Sequence[float]]],
+    *,
+    key: str,
+    colours: Sequence[str] = (PALETTE[1], PALETTE[0]),
+    height: int = 380,
+) -> None:
+    """2-D point clouds side by side (each a list of (x, y) rows, or a tensor of
+    them), all on the same equal axes, so spreads compare at a glance."""
+    rows = [[(float(p[0]), float(p[1])) for p in cloud] for cloud in clouds]
+    reach = 1.1 * max((abs(v) for cloud in rows for p in cloud for v in p), default=1.0)
+    gap = 0.06
+    width = (1 - gap * (len(rows) - 1)) / max(1, len(rows))
+    traces, layout = [], _layout(height, "", "", margin={"t": 10}, showlegend=False)
+    for index, cloud in enumerate(rows):
+        axis = "" if index == 0 else str(index + 1)
+        traces.append({"type": "scatter", "mode": "markers", "x": [x for x, _ in cloud],
+                       "y": [y for _, y in cloud], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+                       "marker": {"size": 5, "opacity": 0.7,
+                                  "color": colours[index % len(colours)]},
+                       "hovertemplate": "(%{x:.3f}, %{y:.3f})<extra></extra>"})
+        start = index * (width + gap)
+        layout[f"xaxis{axis}"] = {"range": [-reach, reach], "domain": [start, start + width]}
+        layout[f"yaxis{axis}"] = {"range": [-reach, reach], "scaleanchor": f"x{axis}",
+                                  "anchor": f"x{axis}"}
+    _show(go.Figure(data=traces, layout=layout), key)
+
+
+def spans(
+    rows: Sequence[tuple[str, Sequence[str], Sequence[tuple[int, int]], Sequence[bool], str]],
+    *,
+    key: str,
+    length: int,
+    x_title: str = "",
+    marked_colour: str = PALETTE[1],
+    height: int = 210,
+) -> None:
+    """Cuts of one line laid along it, one bar row per cut: a bar per piece from its
+    start to its end, its label inside (lines split at "\\n"), marked pieces in
+    `marked_colour`. Each row: (name, labels, (start, end) spans, marked, colour)."""
+    traces = []
+    for name, labels, places, marked, colour in rows:
+        traces.append({
+            "type": "bar", "orientation": "h", "y": [name] * len(places), "showlegend": False,
+            "base": [a for a, _ in places], "x": [b - a for a, b in places],
+            "text": ["<br>".join(escape(line) for line in label.split("\n"))
+                     for label in labels],
+            "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
+            "marker": {"color": [marked_colour if m else colour for m in marked],
+                       "line": {"color": "white", "width": 2}},
+            "hovertemplate": "%{text}<extra></extra>",
+        })
+    layout = _layout(height, x_title, "", barmode="overlay", margin={"t": 10},
+                     xaxis={"range": [0, length]}, yaxis={"autorange": "reversed"},
+                     showlegend=False)
+    _show(go.Figure(data=traces, layout=layout), key)
+
+
+def boxes_and_arrows(
+    boxes: Sequence[tuple[float, str, str, bool]],
+    arrows: Sequence[tuple[int, int]],
+    *,
+    key: str,
+    lanes: int = 2,
+    rows: int | None = None,
+    row_height: int = 70,
+) -> None:
+    """A small diagram: boxes one below the other, each in its lane (0 .. lanes - 1),
+    with arrows between them. Each box: (lane, HTML text, border colour, bold border);
+    each arrow: (from box, to box), by index. rows: the diagram's full length when only
+    its first boxes are shown yet (its size stays put as the rest appear)."""
+    where = [lane for lane, *_ in boxes]
+    notes = [{"x": where[head], "y": -head, "ax": where[tail], "ay": -tail, "xref": "x",
+              "yref": "y", "axref": "x", "ayref": "y", "text": "", "showarrow": True,
+              "arrowhead": 2, "arrowwidth": 2, "arrowcolor": "#868e96", "standoff": 24,
+              "startstandoff": 24}
+             for tail, head in arrows]
+    notes += [{"x": lane, "y": -index, "showarrow": False, "bgcolor": "#fff", "borderpad": 5,
+               "bordercolor": colour, "borderwidth": 3 if bold else 1.5, "text": text,
+               "font": {"size": 13, "color": "#212529"}}
+              for index, (lane, text, colour, bold) in enumerate(boxes)]
+    n = rows or len(boxes)
+    hidden = {"visible": False, "fixedrange": True}
+    layout = _layout(row_height * n + 20, "", "", annotations=notes, showlegend=False,
+                     margin={"l": 0, "r": 0, "t": 10},
+                     xaxis={**hidden, "range": [-0.75, lanes - 0.25]},
+                     yaxis={**hidden, "range": [-n + 0.5, 0.5]})
+    _show(go.Figure(data=[], layout=layout), key)
