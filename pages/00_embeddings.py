@@ -46,7 +46,9 @@ def cos_latex(cos, i: int, j: int) -> str:
 def worked_pair(cos, steps: Stepper) -> None:
     """cos(苹果, 梨) one step at a time: dot product, lengths, their ratio, the angle."""
     a, b = (rf"\text{{{w}}}" for w in WORDS[:2])
-    (u, v), (nu, nv), dot = cos.vectors[:2], map(num, cos.norms[:2]), num(cos.dots[0, 1])
+    u, v = cos.vectors[:2]
+    nu, nv = map(num, cos.norms[:2])
+    dot = num(cos.dots[0, 1])
     lines = [rf"{a} \cdot {b} &= {dot_terms(u, v)} \\ &= {dot}",
              rf"\lVert {a} \rVert &= \sqrt{{{dot_terms(u, u)}}} = {nu} \\ "
              rf"\lVert {b} \rVert &= \sqrt{{{dot_terms(v, v)}}} = {nv}",

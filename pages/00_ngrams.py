@@ -11,12 +11,15 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap, matrix_frame
 from ui.fmt import num, plain
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.page import part, section
 from ui.reveal import Stepper
 
-MAX_N, MAX_CONTEXT, MAX_PHRASE = 4, 12, 6
+MAX_N = 4
+MAX_CONTEXT = 12
+MAX_PHRASE = 6
 WORDS = ("苹果", "梨", "动漫", "动物")
 STACK = r"\begin{gathered}%s\end{gathered}"  # one probability per line (phones are narrow)
 
@@ -84,7 +87,8 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
                         STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
     st.markdown(t("ngrams.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
     st.expander(t("ngrams.corpus_show")).text("\n".join(seqs))
-    tri, after = model[3].explain("看动", "漫"), model[3].counts("看动")
+    tri = model[3].explain("看动", "漫")
+    after = model[3].counts("看动")
     number_exercise("trigram", t("ngrams.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
                     tri.probability, explain.formula(t("ngrams.ex_number_steps"), p_latex(tri)))
     rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
@@ -105,7 +109,7 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
                     [t("ngrams.ex_zero"), t("ngrams.ex_like_apple"), t("ngrams.ex_needs_more")],
                     correct=0, explanation=t("ngrams.ex_choice_explain", count=pear.count,
                                              total=pear.total, p=num(pear.probability)))
-    st.markdown(f"**1 · {t('ngrams.sparse_title')}**")
+    subsection(f"1 · {t('ngrams.sparse_title')}")
     for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
         with col:
             phrase = text(name, t("ngrams.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
@@ -122,11 +126,13 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
     st.info(t("ngrams.share_nothing"), icon=":material/link_off:")
     st.markdown(t("ngrams.window_text", n=n, context=context))
 part(counting)(seqs, vocab, model)  # reruns alone when one of its own inputs changes
-st.markdown(f"**3 · {t('ngrams.size_title')}**")
+subsection(f"3 · {t('ngrams.size_title')}")
 v_size = number("V", t("ngrams.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
                 ngram.MAX_TABLE_VOCAB, 100_000)
 tn = number("tn", t("ngrams.tn_label"), 1, ngram.MAX_TABLE_ORDER, 5, gesture="slider")
-size, cover = ngram.table_size(v_size, tn), ngram.coverage(seqs, tn)  # both bounded
+# both bounded
+size = ngram.table_size(v_size, tn)
+cover = ngram.coverage(seqs, tn)
 value = f"= {size.entries:,}" if size.exponent < 6 else f"= 10^{{{size.exponent}}}" \
     if size.power_of_ten else rf"\approx {num(size.mantissa)} \times 10^{{{size.exponent}}}"
 formula(rf"\text{{{t('ngrams.table_symbol')}}} = V^{{\,n}}",

@@ -46,7 +46,8 @@ sentence = question_box("text", t("bpe.text_label", limit=MAX_LEN), MAX_LEN)
 cuts = None
 with shown_errors():
     cuts = compare_cuts(sentence)
-    chars, pieces = cuts.chars, cuts.bpe
+    chars = cuts.chars
+    pieces = cuts.bpe
     st.markdown(t("bpe.cut_lead", v=cuts.char_vocab, n=len(chars.ids), b=cuts.bpe_vocab,
                   m=len(pieces.ids)))
     byte_figure("bytes", cuts.n_bytes, (t("bpe.by_chars"), chars.tokens, chars.ids,

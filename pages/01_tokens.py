@@ -12,6 +12,7 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, plain, term
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import number, text, toggle
 from ui.notes import random_weights_note, shown_errors
@@ -25,7 +26,7 @@ def side_by_side(*maps) -> None:
     """Heatmaps in columns, each (title, matrix [rows, d], row labels, key, explain)."""
     for col, (title, matrix, rows, key, explains) in zip(st.columns(len(maps)), maps, strict=True):
         with col:
-            st.markdown(f"**{title}**")
+            subsection(title)
             heatmap(matrix, [str(j) for j in range(matrix.shape[1])], rows, key=key,
                     explain=explains, colorscale="RdBu", zmin=-3, zmax=3)
 
@@ -49,7 +50,8 @@ vocab = CharVocab.from_corpus(corpus_text())  # 184 characters: ~0.02 ms a run
 section(t("tokens.ids_title"))
 sentence = question_box("text", t("tokens.text_label", limit=MAX_LEN), MAX_LEN)
 enc = vocab.encode(sentence)
-labels, n = list(enc.tokens), len(enc.ids)
+labels = list(enc.tokens)
+n = len(enc.ids)
 if enc.unknown:
     st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
                  id=UNK_ID), icon=":material/help:")
@@ -74,7 +76,9 @@ def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None
     with c_sin:
         kind = "sinusoidal" if toggle("sin", t("tokens.sin_label"), False) else "learned"
     random_weights_note()
-    E, P = random_table(len(vocab), d, seed), position_table(kind, MAX_LEN, d, seed)  # ~0.1 ms
+    # ~0.1 ms
+    E = random_table(len(vocab), d, seed)
+    P = position_table(kind, MAX_LEN, d, seed)
     with shown_errors():
         tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
         used = sorted(set(enc.ids))
@@ -104,10 +108,14 @@ def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None
         formula(r"x_i \leftarrow E[\mathrm{id}_i] + P[i]",
                 rf"(X + P)_{{0,0}} = E_{{{enc.ids[0]},0}} + P_{{0,0}} = {num(tr.rows[0, 0])} + "
                 rf"{term(tr.positions[0, 0], 3)} = {num(tr.summed[0, 0])}")
-    q1, q2 = vocab.encode(Q1), vocab.encode(Q2)
+    q1 = vocab.encode(Q1)
+    q2 = vocab.encode(Q2)
     same = same_piece(("运", "费"), q1.tokens, embed(torch.tensor(q1.ids), E, P),
                       q2.tokens, embed(torch.tensor(q2.ids), E, P))
-    yun, pa, pb, gap = same.ids[0], same.start_a, same.start_b, same.difference[0, 0]
+    yun = same.ids[0]
+    pa = same.start_a
+    pb = same.start_b
+    gap = same.difference[0, 0]
     number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
         t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + "
         rf"P_{{{pb},0}}) = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)}"

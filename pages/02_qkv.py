@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from tinyformer import projection as pj
+from tinyformer.lessons import projection as pj
 from ui import explain
 from ui.example import Q1_WORDS, Q2_WORDS, TAIL4, gloss
 from ui.exercise import choice_exercise, number_exercise
@@ -19,7 +19,8 @@ from ui.reveal import Stepper
 X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
 W_DEFAULTS = {"q": [[-1, 0], [0, 1], [0, 0]], "k": [[0, 1], [1, 0], [0, 2]],
               "v": [[1, 0], [0, 2], [1, 1]]}
-WORD, OTHER = "运费", "谁"
+WORD = "运费"
+OTHER = "谁"
 cell = explain.cell_name
 
 
@@ -88,7 +89,8 @@ with left:
         w_q, w_k, w_v = (matrix_input(f"W{n}", f"W_{n} [3 × 2]", w, rows=3, sliders=True,
                          slider_labels=[f"W_{n}[{r},{c}]" for r in range(3) for c in range(2)])
                          for n, w in W_DEFAULTS.items())
-proj, plain = pj.project_qkv(x, w_q, w_k, w_v), pj.identity_qkv(x)
+proj = pj.project_qkv(x, w_q, w_k, w_v)
+plain = pj.identity_qkv(x)
 dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
 with right:  # the row's own choice reruns only these steps
     row_steps(x, proj, {"q": w_q, "k": w_k, "v": w_v}, dec)

@@ -5,20 +5,23 @@ import math
 import streamlit as st
 import torch
 
-from tinyformer import scaling
+from tinyformer.lessons import scaling
 from ui.charts import lines
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import matrix_frame
 from ui.fmt import decimals_for, latex_vec, num, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.page import part, section, stage_link
 from ui.reveal import Stepper
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-KEYS, PAIRS = 8, 16_000  # 2,000 rows of 8 keys for every d_k
+# 2,000 rows of 8 keys for every d_k
+KEYS = 8
+PAIRS = 16_000
 
 
 @st.cache_resource(max_entries=8)
@@ -75,7 +78,8 @@ def experiment() -> None:
                                       worst=num(max(runs.saturated_scaled)),
                                       top=num(runs.saturated_raw[-1]), dk=DK_CHOICES[-1]))
     exp = runs.at(d_k)
-    raw, scaled = exp.raw_spread, exp.scaled_spread
+    raw = exp.raw_spread
+    scaled = exp.scaled_spread
     st.caption(t("scaling.measured", n=f"{exp.n_pairs:,}"))
     formula(r"\operatorname{Var}(q\cdot k) \approx d_k,\qquad "
             r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) \approx 1",
@@ -114,10 +118,11 @@ experiment()
 # --- One gap of 10 is enough: softmax of two scores and its derivative -----------
 @part
 def one_gap() -> None:
-    st.markdown(f"**{t('scaling.gap_title')}**")
+    subsection(t("scaling.gap_title"))
     pair = matrix_input("pair", t("scaling.pair"), [30, 20], sliders=True,
                         slider_range=(-40.0, 40.0), slider_labels=["s₁", "s₂"])
-    row, even = scaling.softmax_sensitivity(pair), scaling.softmax_sensitivity(torch.zeros(2))
+    row = scaling.softmax_sensitivity(pair)
+    even = scaling.softmax_sensitivity(torch.zeros(2))
     places_ = decimals_for([*row.weights, row.jacobian_norm])
     formula(r"\begin{gathered}a = \mathrm{softmax}(s) \\ \Big\| \frac{\partial a}{\partial s}"
             r" \Big\|_F = 2\,a_1 a_2\end{gathered}",  # one per line: phones are narrow

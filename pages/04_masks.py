@@ -12,18 +12,22 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, vec
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import part, section, stage_link
 from ui.reveal import Stepper
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
-INPUTS, TARGETS = TEXT[:-1], TEXT[1:]  # each position's target is the next token
+# each position's target is the next token
+INPUTS = TEXT[:-1]
+TARGETS = TEXT[1:]
 PADDED = ("[PAD]", "[PAD]", *TAIL4)  # one request, left-padded with 2 empty positions
 VALID = torch.tensor([[False, False, True, True, True, True]])  # [B=1, N=6]: real tokens
 N = len(PADDED)
-Q_DEFAULT, K_DEFAULT = ([[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]],  # [PAD] rows first
-                        [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]])
+# [PAD] rows first
+Q_DEFAULT = [[0.5, 0.5]] * 2 + [[1, 0], [0, 1], [1, 1], [1, -1]]
+K_DEFAULT = [[1, 1]] * 2 + [[1, 0], [0, 1], [1, 1], [0.5, 0.5]]
 M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
 
 
@@ -64,7 +68,7 @@ st.markdown(t("masks.causal_lead"))
 causal = causal_mask(len(INPUTS))  # [5, 5] True = may read
 left, right = st.columns([3, 2])
 with left:
-    st.markdown(f"**{t('masks.mask_label')}**")
+    subsection(t("masks.mask_label"))
     heatmap(additive(causal), INPUTS, INPUTS, key="causal_map", **M_STYLE,
             explain=lambda i, j: explain_m(t(
                 "masks.cell_allowed" if causal[i, j] else "masks.cell_future",
@@ -90,11 +94,12 @@ def masked_attention() -> None:
     future = ~causal_mask(N)  # [6, 6] True = a later position
 
     def reason(i: int, j: int) -> str:
-        late, pad = use_causal and bool(future[i, j]), use_pad and not bool(VALID[0, j])
+        late = use_causal and bool(future[i, j])
+        pad = use_pad and not bool(VALID[0, j])
         key = "both" if late and pad else "future" if late else "pad" if pad else "allowed"
         return t(f"masks.cell_{key}", i=PADDED[i], j=PADDED[j], pi=i, pj=j)
 
-    st.markdown(f"**{t('masks.combined_label')}**")
+    subsection(t("masks.combined_label"))
     heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
             explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
     st.caption(t("masks.real_block"))
@@ -130,7 +135,8 @@ def masked_attention() -> None:
         number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
                         explain_weight(2, 2))
     steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
-    top, bottom = st.columns(2), st.columns(2)
+    top = st.columns(2)
+    bottom = st.columns(2)
     if steps.shows(1):
         with top[0]:
             heatmap(att.scaled, PADDED, PADDED, key="raw_map", title=f"1 · {steps.labels[0]}",

@@ -3,21 +3,24 @@
 import pandas as pd
 import streamlit as st
 
-from tinyformer.context import TrainedComparison, compare_in_context, compare_trained
-from tinyformer.probe import Shares
+from tinyformer.lessons.context import TrainedComparison, compare_in_context, compare_trained
+from tinyformer.lessons.probe import Shares
 from ui import explain
 from ui.example import Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_vec, num, term, vec
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
 from ui.page import part, section
 
-WORD, CHAR = "运费", "费"  # the trained model reads characters: 费 completes the word 运费
+# the trained model reads characters: 费 completes the word 运费
+WORD = "运费"
+CHAR = "费"
 QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field, superscript
 TWINS = {"q2": Q2, "same_place": Q2_SAME_PLACE}
 
@@ -36,7 +39,8 @@ def adds(word: str, c: int, a, v, value) -> str:
 def read_rows(words, at: int, scores, weights, labels, key: str, who: str, places=3) -> None:
     """Rows of `who`'s attention weights over one question; causal: later words get 0."""
     def cell(r: int, j: int) -> str:
-        name, lead = explain.cell_name("a", at, j), dict(j=words[j], w=who)
+        name = explain.cell_name("a", at, j)
+        lead = dict(j=words[j], w=who)
         if j > at:
             return explain.blocked(t("context.cell_blocked", **lead), name)
         return explain.softmax(t("context.cell_weight", **lead), name, scores[r], j)
@@ -54,7 +58,8 @@ def by_word(matrix, words, key: str, lead: str, latex, style: dict) -> None:
 
 def share(cmp, w: int, c: int) -> str:
     """Δ_{w,c} = (a⁽¹⁾_w − a⁽²⁾_w) v_{w,c}: one word's part of the difference."""
-    word, (a1, a2) = rf"\text{{「{cmp.share_words[w]}」}}", cmp.share_weights[w].tolist()
+    word = rf"\text{{「{cmp.share_words[w]}」}}"
+    a1, a2 = cmp.share_weights[w].tolist()
     return (rf"\Delta_{{{word},{c + 1}}} = (a^{{(1)}}_{{{word}}} - a^{{(2)}}_{{{word}}})\,v_"
             rf"{{{word},{c + 1}}} = ({num(a1)} - {num(a2)})\cdot{term(cmp.share_values[w, c], 3)}"
             rf" = {num(cmp.shares[w, c])}")
@@ -72,13 +77,14 @@ def random_view() -> None:
     st.caption(t("context.no_positions"))
     with shown_errors():
         cmp = compare_in_context(Q1_WORDS, Q2_WORDS, WORD, int(width), int(seed))
-        a, b = cmp.a, cmp.b
+        a = cmp.a
+        b = cmp.b
         section(t("context.in_title"))
         number_exercise("differ", t("context.ex2_question", d=width), cmp.inputs_differ,
                         t("context.ex2_steps", row=", ".join(num(v, 2) for v in a.input_row),
                           n=cmp.inputs_differ), tolerance=0, decimals=0)
         for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
-            col.markdown(f"**{question}**")
+            subsection(question, where=col)
             col.latex(rf"x{sup}_{{\text{{{WORD}}}}} = {latex_vec(getattr(cmp, side).input_row, 2)}")
         (st.success if cmp.inputs_differ == 0 else st.warning)(t(
             "context.same_input" if cmp.inputs_differ == 0 else "context.inputs_differ",
@@ -86,7 +92,7 @@ def random_view() -> None:
         section(t("context.read_title"), folded=True)
         st.markdown(t("context.read_lead"))
         for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
-            st.markdown(f"**{question}**")
+            subsection(question)
             read_rows(reading.words, reading.at, reading.scores[None], reading.weights[None],
                       [WORD], f"read_{side}", WORD)
         j = b.words.index("退货")
@@ -98,7 +104,7 @@ def random_view() -> None:
         style = diverging(a.contributions, b.contributions)
         for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
             r = getattr(cmp, side)
-            col.markdown(f"**{question}**")
+            subsection(question, where=col)
             with col:
                 by_word(r.contributions[: r.at + 1], r.read, f"parts_{side}", "context.cell_part",
                         lambda w, c, r=r: adds(r.words[w], c + 1, r.weights[w], r.v[w, c],
@@ -120,7 +126,9 @@ def trained_view() -> None:
     twin = choice("twin", t("context.twin"), list(TWINS), "q2", format_func=TWINS.get)
     with shown_errors():
         cmp = trained_run(TWINS[twin])
-        a, b, w = cmp.a, cmp.b, cmp.a.rows.shape[1]
+        a = cmp.a
+        b = cmp.b
+        w = cmp.a.rows.shape[1]
         section(t("context.t_rows_title", char=CHAR))
         st.markdown(t(f"context.t_rows_{'same' if cmp.same_position else 'moved'}", char=CHAR,
                       pa=a.at, pb=b.at))
@@ -133,7 +141,7 @@ def trained_view() -> None:
         labels = [t("context.head_label", b=b + 1, h=h + 1) for b, h in cmp.block_heads]
         for column, r, side in zip(st.columns(2), (a, b), "ab", strict=True):
             with column:
-                st.markdown(f"**{r.question}**")
+                subsection(r.question)
                 read_rows(r.tokens, r.at, r.scores, r.weights, labels, f"trained_{side}", CHAR, 2)
                 st.table(pd.DataFrame([[num(v) for v in s] for s in (*r.shares, r.even)],
                                       index=[*labels, t("context.even", n=r.at + 1)],

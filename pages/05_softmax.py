@@ -13,6 +13,7 @@ from ui.figures import heatmap
 from ui.fmt import latex_matrix, latex_vec, num, short, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import fold, part, section
@@ -53,8 +54,11 @@ def by_hand() -> None:
                   kwargs={"q": "1, 0", "kA": "1, 0", "kB": "2, 0"})
     trace = scaled_dot_product_attention(q[None, :], torch.stack([k_a, k_b]),
                                          torch.stack([v_a, v_b]))
-    scores, scaled, weights, output = (trace.scores[0], trace.scaled[0], trace.weights[0],
-                                       trace.output[0])  # [2] each
+    # [2] each
+    scores = trace.scores[0]
+    scaled = trace.scaled[0]
+    weights = trace.weights[0]
+    output = trace.output[0]
     soft = softmax_steps(scaled)
 
     with worked:
@@ -115,13 +119,13 @@ def matrix_form() -> None:
                     explain_weight(1, 0))
     col_scores, col_weights = st.columns(2)
     with col_scores:
-        st.markdown(f"**{t('softmax.scaled_table')}**")
+        subsection(t("softmax.scaled_table"))
         heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
     with col_weights:
-        st.markdown(f"**{t('softmax.weights_table')}**")
+        subsection(t("softmax.weights_table"))
         heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
                 zmin=0, zmax=1, colorscale="Oranges")
-    st.markdown(f"**{t('softmax.output_table')}**")
+    subsection(t("softmax.output_table"))
     formula(r"O = AV",
             rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
     st.caption(t("softmax.not_explanation"))

@@ -4,7 +4,7 @@ K/V heads (GQA, MQA) saves."""
 import pandas as pd
 import streamlit as st
 
-from tinyformer.kv_cache import (
+from tinyformer.lessons.kv_cache import (
     PRESETS,
     binary_size,
     cache_ratio,

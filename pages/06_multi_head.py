@@ -6,10 +6,10 @@ import streamlit as st
 import torch
 
 from tinyformer.attention import MultiHeadTrace, kv_group_size, merge_heads, multi_head_attention
-from tinyformer.gqa import grouped_query_attention
-from tinyformer.kv_cache import attention_kind, cache_ratio
+from tinyformer.lessons.gqa import grouped_query_attention
+from tinyformer.lessons.kv_cache import attention_kind, cache_ratio
+from tinyformer.lessons.projection import random_mha_setup
 from tinyformer.masks import attention_mask
-from tinyformer.projection import random_mha_setup
 from ui import explain
 from ui.example import TAIL6, gloss
 from ui.exercise import choice_exercise, number_exercise
@@ -22,7 +22,8 @@ from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section
 from ui.reveal import Stepper
 
-WIDTH, N = 8, len(TAIL6)
+WIDTH = 8
+N = len(TAIL6)
 APPLE = ("苹果", "放进", "冰箱", "，", "它", "会", "保鲜")  # the article's sentence
 GQA_HEADS = 4  # query heads in the GQA run: K/V heads 1, 2 or all 4
 
@@ -66,10 +67,13 @@ def split(heads_box, right, x, weights: list, mask) -> None:
     """The head count (in `heads_box`) and everything it changes: the split, the heads, W_o."""
     with heads_box:
         heads = choice("heads", t("multi_head.heads"), [1, 2, 3, 4, 8], 2)
-    (w_q, w_k, w_v, w_o), tr = weights, None
+    (w_q, w_k, w_v, w_o) = weights
+    tr = None
     with right, shown_errors():
         tr = multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads=heads, mask=mask)
-        hd, q_full = tr.head_dim, merge_heads(tr.q)[0]  # q_full [N, 8]: heads side by side
+        # q_full [N, 8]: heads side by side
+        hd = tr.head_dim
+        q_full = merge_heads(tr.q)[0]
         steps = Stepper("hand", [t(f"multi_head.reveal_{k}") for k in ("split", "heads", "out")],
                         fold_at=2)
         if steps.step(1):

@@ -3,14 +3,15 @@ position rows fix that."""
 
 import streamlit as st
 
+from tinyformer.lessons.word_order import ShuffleComparison, compare_orders, shuffles
 from tinyformer.positional import sinusoidal, sinusoidal_row
-from tinyformer.word_order import ShuffleComparison, compare_orders, shuffles
 from ui import explain
 from ui.example import gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_matrix, num, short, vec
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import choice, number
 from ui.notes import random_weights_note, shown_errors
@@ -34,7 +35,8 @@ def pe_cell(pos: int, col: int, d: int) -> str:
 
 def outputs(cmp: ShuffleComparison, tag: str) -> None:
     """Each order's output rows side by side, on one colour scale; cells explain themselves."""
-    style, dims = diverging(cmp.first.output, cmp.second.output), list(range(cmp.gap.shape[1]))
+    style = diverging(cmp.first.output, cmp.second.output)
+    dims = list(range(cmp.gap.shape[1]))
     for col, run, side in zip(st.columns(2), (cmp.first, cmp.second), "ab", strict=True):
         def cell(i: int, c: int, run=run) -> str:
             return explain.dot(t("positions.cell_out", w=run.words[i], c=c),
@@ -42,14 +44,15 @@ def outputs(cmp: ShuffleComparison, tag: str) -> None:
                                run.v[:, c], run.output[i, c],
                                lhs=rf"\sum_j a_{{{i},j}} v_{{j,{c}}}")
         with col:
-            st.markdown(f"**「{''.join(run.words)}」**")
+            subsection(f"「{''.join(run.words)}」")
             heatmap(run.output, [str(c) for c in dims], run.words, key=f"{tag}_{side}",
                     explain=cell, x_title=t("positions.component"), **style)
 
 
 def matched(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
     """Each word's output row in the first order minus its row in the second."""
-    first, second = "".join(cmp.first.words), "".join(cmp.second.words)
+    first = "".join(cmp.first.words)
+    second = "".join(cmp.second.words)
 
     def cell(i: int, c: int) -> str:
         j = cmp.order.index(i)  # where word i went
@@ -57,7 +60,7 @@ def matched(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
                                rf"{num(cmp.first.output[i, c])} - ({num(cmp.second.output[j, c])})"
                                rf" = {num(cmp.gap[i, c])}")
 
-    st.markdown(f"**{t('positions.gap_title', a=first, b=second)}{suffix}**")
+    subsection(f"{t('positions.gap_title', a=first, b=second)}{suffix}")
     heatmap(cmp.gap, [str(c) for c in range(cmp.gap.shape[1])], WORDS, key=f"{tag}_gap",
             explain=cell, x_title=t("positions.component"),
             **diverging(cmp.first.output, cmp.second.output))

@@ -13,6 +13,7 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import dot_terms, latex_matrix, num, places, short, term, vec
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import matrix_input, number, toggle
 from ui.notes import shown_errors
@@ -26,7 +27,9 @@ def column(v, decimals: int = 3) -> str:
 
 def turned(v, deg: float, out) -> str:
     """R_{30°}[a, b] = [a cos 30° - b sin 30°, a sin 30° + b cos 30°] = [...]."""
-    a, b, th = term(v[0]), term(v[1]), rf"{short(deg)}^\circ"
+    a = term(v[0])
+    b = term(v[1])
+    th = rf"{short(deg)}^\circ"
     return (rf"R_{{{th}}}{column(v, places(v))} = \begin{{bmatrix}}{a}\cos {th} - {b}\sin "
             rf"{th}\\ {a}\sin {th} + {b}\cos {th}\end{{bmatrix}} = {column(out)}")
 
@@ -47,7 +50,7 @@ def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
         return explain.dot(t(f"rope.cell_{key}", i=i, j=j), explain.cell_name("s", i, j),
                            qs[i], ks[j], table[i, j], lhs=lhs)
 
-    st.markdown(f"**{t(f'rope.table_{key}')}**")
+    subsection(t(f"rope.table_{key}"))
     labels = range(table.shape[0])
     heatmap(table, [f"k{j}" for j in labels], [f"q{i}" for i in labels], key=key,
             explain=cell, **style)
@@ -58,7 +61,8 @@ def by_hand() -> None:  # q, k, the angles and the shift: this section only
     section(t("rope.hand_title"))
     left, right = st.columns([2, 3])
     with left:
-        q, k = matrix_input("q", "q", [1, 0]), matrix_input("k", "k", [1, 0])
+        q = matrix_input("q", "q", [1, 0])
+        k = matrix_input("k", "k", [1, 0])
         a = number("aq", t("rope.angle_q"), -360, 360, 0, gesture="both")
         b = number("ak", t("rope.angle_k"), -360, 360, 60, gesture="both")
     with shown_errors():
@@ -122,7 +126,9 @@ def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
     same = toggle("same", t("rope.same"), False)
     with shown_errors():
         run = pos.random_rope_example(n, d, seed, same_rows=same)
-        theta, turns = pos.rope_frequencies(d), pos.within_turn(run.angles)  # [d/2], [n, d/2]
+        # [d/2], [n, d/2]
+        theta = pos.rope_frequencies(d)
+        turns = pos.within_turn(run.angles)
         st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
         heatmap(turns, [f"i={i}" for i in range(len(theta))], [str(p) for p in range(n)],
                 key="angles", zmin=0, zmax=360, title=t("rope.angles_title"),

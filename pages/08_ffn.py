@@ -33,7 +33,8 @@ def weights(name: str, sub: str, default: list, rows: int) -> object:
 
 def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
     """a_{i,j} = ReLU(x_i · column j of W₁ + b₁[j]) with the numbers written out."""
-    pre, a = run.together.hidden_pre[i, j], run.together.hidden[i, j]
+    pre = run.together.hidden_pre[i, j]
+    a = run.together.hidden[i, j]
     inner = rf"{dot_terms(X[i].tolist(), w1[:, j].tolist())} + {term(b1[j])}"
     return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j + 1, act=NAMES[act]),
                            rf"{explain.cell_name('a', i + 1, j + 1)} = {ACTS[act]}({inner}) = "
@@ -42,7 +43,8 @@ def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
 
 def out_cell(run, w2, b2, i: int, c: int) -> str:
     """y_{i,c} = a_i · column c of W₂ + b₂[c]."""
-    a, y = run.together.hidden[i].tolist(), run.together.output[i, c]
+    a = run.together.hidden[i].tolist()
+    y = run.together.output[i, c]
     return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c + 1),
                            rf"{explain.cell_name('y', i + 1, c + 1)} = "
                            rf"{dot_terms(a, w2[:, c].tolist())} + {term(b2[c])} = {num(y)}")
@@ -82,7 +84,8 @@ with left:
 with right, shown_errors():
     act = choice("act", t("ffn.activation"), list(ACTS), "relu", format_func=NAMES.get,
                  widget="segmented")
-    ff, f = ffn.feed_forward(x, w1, b1, w2, b2, act), ACTS[act]
+    ff = ffn.feed_forward(x, w1, b1, w2, b2, act)
+    f = ACTS[act]
     steps = Stepper("hand", [t("ffn.step_widen"), t("ffn.step_act"), t("ffn.step_narrow")])
     if steps.step(1, f"`{vec(ff.hidden_pre)}`"):
         formula_steps(r"h = xW_1 + b_1", rf"{as_typed(x)}{as_typed(w1)} + {as_typed(b1)}",

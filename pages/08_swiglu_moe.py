@@ -21,7 +21,9 @@ from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section
 from ui.reveal import Stepper
 
-D, HIDDEN = 4, 8  # width and hidden size of the random experts
+# width and hidden size of the random experts
+D = 4
+HIDDEN = 8
 
 
 def prob_cell(moe, labels, i: int, e: int) -> str:

@@ -24,7 +24,10 @@ FORMULAS = {  # two lines each, so that a formula fits half the page
 NAMES = {"pre": "Pre-Norm", "post": "Post-Norm", "layer": "LayerNorm", "rms": "RMSNorm"}
 OP_COLOUR = {"input": PALETTE[0], "add": PALETTE[0], "norm": PALETTE[1],
              "attention": PALETTE[2], "ffn": PALETTE[3]}
-N_TOKENS, WIDTH, HEADS, MAX_BLOCKS = 4, 4, 2, 32
+N_TOKENS = 4
+WIDTH = 4
+HEADS = 2
+MAX_BLOCKS = 32
 
 
 @st.cache_resource(max_entries=64)
@@ -53,7 +56,8 @@ def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this 
         quiz = st.container()  # predict first: filled once the block count is known
         blocks = number("blocks", t("pre_post_norm.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
         cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
-        pre, post = cmp.pre.stream_rms, cmp.post.stream_rms
+        pre = cmp.pre.stream_rms
+        post = cmp.post.stream_rms
         larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
             int(post[-1] > pre[-1])
         with quiz:

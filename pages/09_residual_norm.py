@@ -55,7 +55,8 @@ def residual() -> None:  # x and f(x): this section only
     section(t("residual_norm.res_title"))
     left, right = st.columns(2)
     with left:
-        x_res, fx = vector("x", "x", [2, 1]), vector("fx", "f(x)", [0.1, -0.2])
+        x_res = vector("x", "x", [2, 1])
+        fx = vector("fx", "f(x)", [0.1, -0.2])
     with right, shown_errors():
         y = col(residual_add(x_res, fx).output)
         formula(r"y = x + f(x)", rf"{col(x_res, places(x_res))} + {col(fx, places(fx))} = {y}")
@@ -84,7 +85,10 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                         shifted.rms.output), rms_before=vec(base.rms.output)))
     with shown_errors():
         cmp = compare_norms(x, gamma, beta, eps)
-        ln, rn, px, e = cmp.layer, cmp.rms, places(x), f"10^{{{round(math.log10(eps))}}}"
+        ln = cmp.layer
+        rn = cmp.rms
+        px = places(x)
+        e = f"10^{{{round(math.log10(eps))}}}"
         rms_steps = (rf"\hat x_1 = \frac{{x_1}}{{\sqrt{{{mean_of(x.tolist(), True)} + {e}}}}}"
                      rf" = \frac{{{term(x[0])}}}{{{num(rn.rms)}}} = {num(rn.normalized[0])}")
         number_exercise("rms1", t("residual_norm.ex2_question"), float(rn.normalized[0]),
@@ -114,7 +118,8 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
             if d == 2:
                 st.caption(t("residual_norm.two_numbers"))
         if steps.shows(4):
-            pg, pb = places(gamma), places(beta)
+            pg = places(gamma)
+            pb = places(beta)
             side([("y", r"\gamma \odot \hat x + \beta", rf"{col(gamma, pg)} \odot "
                    rf"{col(ln.normalized)} + {col(beta, pb)}", col(ln.output))],
                  [("y", r"\gamma \odot \hat x", rf"{col(gamma, pg)} \odot {col(rn.normalized)}",

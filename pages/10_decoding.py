@@ -3,22 +3,29 @@ model again."""
 
 import streamlit as st
 
-from tinyformer.decoding import generate, shared_start
-from tinyformer.forward_pass import ARTICLE_IDS, parse_ids
+from tinyformer.lessons.decoding import generate, shared_start
+from tinyformer.lessons.forward_pass import ARTICLE_IDS, parse_ids
 from tinyformer.model import TinyDecoder
 from tinyformer.sampling import draw_counts, next_token_probs
 from ui.charts import bars
 from ui.example import PAYERS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.fmt import num, short
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import matrix_input, number, text
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section, stage_link
 from ui.reveal import ALL, Stepper
 
-MODEL_SEED, VOCAB, MAX_LEN = 7, 50, 16  # TinyDecoder with the article's settings
-MAX_STEPS, MAX_DRAWS, SHOWN_DRAWS, FORKS = 8, 1000, 20, 3
+# TinyDecoder with the article's settings
+MODEL_SEED = 7
+VOCAB = 50
+MAX_LEN = 16
+MAX_STEPS = 8
+MAX_DRAWS = 1000
+SHOWN_DRAWS = 20
+FORKS = 3
 
 
 @st.cache_resource(max_entries=64)  # shared by every session: a run is a pure function
@@ -68,7 +75,8 @@ def sampling() -> None:  # logits, temperature, seed and draws: this section onl
                             float(draws.expected[0]),
                             t("decoding.ex2_steps", n=n, p=num(probs[0], 4),
                               e=num(draws.expected[0], 2)), tolerance=0.5, decimals=1)
-            counts, expected = t("decoding.counts", n=n), t("decoding.expected")
+            counts = t("decoding.counts", n=n)
+            expected = t("decoding.expected")
             bars(PAYERS, {counts: draws.counts.tolist(), expected: draws.expected.tolist()},
                  key="draws", decimals={counts: 0, expected: 1}, height=280,
                  y_title=t("decoding.how_often"))
@@ -109,7 +117,7 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
         names = (t("decoding.greedy"), t("decoding.sampled", T=short(loop_t), seed=loop_seed))
         for col, name, run in zip(st.columns(2), names, (greedy, sampled), strict=True):
             with col:
-                st.markdown(f"**{name}**")
+                subsection(name)
                 run_lines(run, shown)
         same = shared_start(greedy.new, sampled.new)
         st.markdown(t("decoding.agree_none" if same == 0 else "decoding.agree_all"

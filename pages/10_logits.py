@@ -5,7 +5,7 @@ from functools import partial
 
 import streamlit as st
 
-from tinyformer.decoding import tied_logits, tied_sizes
+from tinyformer.lessons.decoding import tied_logits, tied_sizes
 from tinyformer.model import DecoderConfig
 from tinyformer.sampling import ARTICLE_TAIL, next_token_probs
 from tinyformer.softmax import softmax_steps
@@ -16,6 +16,7 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import dot_terms, latex_vec, num, short, vec
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
@@ -42,7 +43,10 @@ def renormalised(tr, j: int, name: str) -> str:
 
 
 def explain_cell(worked: list, rows: list[str], r: int, j: int) -> str:
-    tr, name, label, w = worked[r], explain.cell_name("p", r, j), rows[r], PAYERS[j]
+    tr = worked[r]
+    name = explain.cell_name("p", r, j)
+    label = rows[r]
+    w = PAYERS[j]
     if not tr.kept[j]:
         return explain.formula(t("logits.cell_cut", w=w, s=label), f"{name} = 0")
     if r == GREEDY:
@@ -60,7 +64,8 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
         z = matrix_input("z", t("logits.logits"), [2, 1, 0], sliders=True,
                          slider_labels=list(PAYERS))
         st.caption(t("logits.from_above", z=vec(head_logits)))
-    plain, soft = next_token_probs(z), softmax_steps(z)
+    plain = next_token_probs(z)
+    soft = softmax_steps(z)
     with right:
         formula(r"p_i = \frac{e^{z_i}}{\sum_j e^{z_j}}",
                 rf"\begin{{aligned}}p &= \frac{{{latex_vec(soft.exps)}}}{{{num(soft.total)}}}"
@@ -113,7 +118,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
                 renormalised(cut, j, rf"p_{{\text{{{w}}}}}") for j, w in enumerate(PAYERS)
                 if cut.kept[j]) + r"\end{gathered}")
 
-    st.markdown(f"**{t('logits.worked_title')}**")
+    subsection(t("logits.worked_title"))
     heatmap([tr.probs for tr in worked], list(PAYERS), rows, key="worked",
             explain=partial(explain_cell, worked, rows), zmin=0, zmax=1, colorscale="Oranges")
 
@@ -125,7 +130,8 @@ with left:
     h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
                      slider_labels=["h[1]", "h[2]"])
     table = matrix_input("E", t("logits.table"), TABLE, rows=V)
-head, sizes = tied_logits(h, table), tied_sizes(DecoderConfig())
+head = tied_logits(h, table)
+sizes = tied_sizes(DecoderConfig())
 with right:
     formula(r"z = h\,E^\top,\quad z_i = h \cdot E_i", r"\begin{gathered}" + r" \\ ".join(
         rf"z_{{\text{{{w}}}}} = {dot_terms(h, table[i])} = {num(head.logits[i])}"

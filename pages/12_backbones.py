@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from tinyformer import backbones
+from tinyformer.lessons import backbones
 from tinyformer.masks import additive
 from ui import explain
 from ui.example import gloss
@@ -10,13 +10,16 @@ from ui.exercise import choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import shape
 from ui.formula import formula
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section, stage_link
 from ui.reveal import Stepper
 
-SOURCE, TARGET, CHAT = "who pays the shipping ?", "运费 谁 承担", "请解释Transformer"
+SOURCE = "who pays the shipping ?"
+TARGET = "运费 谁 承担"
+CHAT = "请解释Transformer"
 PATTERN = backbones.backbone_masks(4, 3)  # the side-by-side view: 4 source and 3 target positions
 M_STYLE = {"decimals": 0, "colorscale": "Greens", "zmin": -1, "zmax": 1}
 WEIGHTS = {"colorscale": "Oranges", "zmin": 0, "zmax": 1}
@@ -29,7 +32,8 @@ def example(source: tuple, target: tuple, d: int, seed: int) -> backbones.Transl
 
 def mask_map(kind: str, allowed) -> None:
     """One backbone's mask M over numbered positions: 0 = may read, −∞ = blocked."""
-    rows, cols = (str(i) for i in range(allowed.shape[0])), range(allowed.shape[1])
+    rows = (str(i) for i in range(allowed.shape[0]))
+    cols = range(allowed.shape[1])
 
     def cell(i: int, j: int) -> str:
         ok = bool(allowed[i, j])
@@ -44,7 +48,8 @@ def mask_map(kind: str, allowed) -> None:
 
 def weight_cell(att, rows, cols, i: int, j: int, who: str) -> str:
     """A weight of a self- or cross-attention table: softmax, or blocked."""
-    name, lead = explain.cell_name("a", i, j), t(f"backbones.cell_{who}", i=rows[i], j=cols[j])
+    name = explain.cell_name("a", i, j)
+    lead = t(f"backbones.cell_{who}", i=rows[i], j=cols[j])
     if not bool(att.masked[..., i, j].isfinite().all()):
         return explain.blocked(t("backbones.cell_blocked", i=rows[i], j=cols[j]), name)
     return explain.softmax(lead, name, att.masked.reshape(len(rows), len(cols))[i], j)
@@ -52,7 +57,7 @@ def weight_cell(att, rows, cols, i: int, j: int, who: str) -> str:
 
 def self_step(number: int, who: str, att, words, said: str) -> None:
     """Step 1 or 2: the encoder's self-attention table, or the decoder's causal one."""
-    st.markdown(f"**{number} · {t(f'backbones.step_{who}')}**")
+    subsection(f"{number} · {t(f'backbones.step_{who}')}")
     st.markdown(said)
     heatmap(att.weights[0, 0], words, words, key=f"{who}_w", **WEIGHTS,
             title=t(f"backbones.{who}_table", n=len(words)),
@@ -75,7 +80,10 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
     with shown_errors():
         ex = example(backbones.split_words(src), backbones.split_words(tgt), int(d), int(seed))
         gloss(ex.target)
-        source, target, ns, nt = ex.source, ex.target, len(ex.source), len(ex.target)
+        source = ex.source
+        target = ex.target
+        ns = len(ex.source)
+        nt = len(ex.target)
         number_exercise("cells", t("backbones.ex2_question", ns=ns, nt=nt), nt * ns,
                         t("backbones.ex2_steps", ns=ns, nt=nt, cells=nt * ns),
                         tolerance=0, decimals=0)
@@ -129,7 +137,7 @@ section(t("backbones.side_title"))
 kinds = (("enc", PATTERN.encoder_self), ("dec", PATTERN.decoder_self), ("cross", PATTERN.cross))
 for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
     with column:
-        st.markdown(f"**{t(f'backbones.{kind}_name')}**")
+        subsection(t(f"backbones.{kind}_name"))
         mask_map(kind, allowed)
         st.markdown(t(f"backbones.{kind}_text"))
         st.caption(t(f"backbones.{kind}_use"))

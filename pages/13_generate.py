@@ -4,8 +4,9 @@ by one row a step; recomputing everything gives the same logits at a measured co
 import pandas as pd
 import streamlit as st
 
-from tinyformer.generate import MAX_NEW_TOKENS, CacheComparison, compare_cache, question_prompt
-from tinyformer.train import ANSWER_LENGTH
+from tinyformer.lessons.cache_work import MAX_GREEDY_TOKENS as MAX_NEW_TOKENS
+from tinyformer.lessons.cache_work import CacheComparison, compare_cache, question_prompt
+from tinyformer.lessons.train import ANSWER_LENGTH
 from ui import explain
 from ui.charts import lines
 from ui.example import PAYERS, Q1, Q1_WORDS, gloss
@@ -31,7 +32,9 @@ def run(device: str, question: str, n_new: int) -> CacheComparison:
 
 def kv_maps(att, head: int, k: int, tokens: list[str], n: int, gap: float, cached: bool) -> None:
     """K and V of one head: cached rows, then the rows step k computed (★)."""
-    past, rows, hd = att.past_length, att.k.shape[-2], att.k.shape[-1]
+    past = att.past_length
+    rows = att.k.shape[-2]
+    hd = att.k.shape[-1]
     labels = [f"{j} · {tokens[j]}" + (NEW if j >= past else "") for j in range(rows)]
 
     def origin(j: int) -> str:  # where row j of K and V came from in step k
@@ -51,7 +54,9 @@ def kv_maps(att, head: int, k: int, tokens: list[str], n: int, gap: float, cache
 
 def weights_map(att, head: int, tokens: list[str]) -> None:
     """The new queries' scores become weights over every cached and new key."""
-    masked, weights = att.masked[0, head].cpu(), att.weights[0, head].cpu()  # [N, P + N]
+    # [N, P + N]
+    masked = att.masked[0, head].cpu()
+    weights = att.weights[0, head].cpu()
     past = att.past_length
     rows = [f"{past + i} · {tokens[past + i]}" for i in range(weights.shape[0])]
     cols = [f"{j} · {tokens[j]}" for j in range(weights.shape[1])]
@@ -114,7 +119,9 @@ gloss(Q1_WORDS + PAYERS[:2])
 with shown_errors():
     cmp = run(device, asked, n_new)
     trained = shipped_model(device)
-    n, layers, heads = len(cmp.cached.prompt), trained.model.layers, trained.model.heads
+    n = len(cmp.cached.prompt)
+    layers = trained.model.layers
+    heads = trained.model.heads
     tokens = [trained.vocab.tokens[i] for i in cmp.cached.prompt + cmp.cached.new_ids]
     st.markdown(t("generate.result", question="".join(tokens[:n]),
                   answer="".join(tokens[n:]), device=device.upper()))
@@ -144,6 +151,7 @@ with shown_errors():
         t("generate.without"): [w.multiply_adds for w in full.cumulative]},
         key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
         markers=True, table=False, decimals=0, whole_x=True)
-    a, b = cmp.cached.cumulative[-1].multiply_adds, full.cumulative[-1].multiply_adds
+    a = cmp.cached.cumulative[-1].multiply_adds
+    b = full.cumulative[-1].multiply_adds
     st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
     st.caption(t("generate.work_note"))

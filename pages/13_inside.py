@@ -4,13 +4,14 @@ where the answering position reads, measured."""
 import pandas as pd
 import streamlit as st
 
-from tinyformer.probe import Inspection, probe
+from tinyformer.lessons.probe import Inspection, probe
 from ui import explain
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
 from ui.exercise import choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num
+from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import choice, text
 from ui.models import shipped_model
@@ -100,7 +101,8 @@ for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
             found[name] = inspect(device, asked)
             answer(found[name])
 trained = shipped_model(device)
-s, ev = trained.settings, trained.config["heldout"]
+s = trained.settings
+ev = trained.config["heldout"]
 st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
              steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],
              n=ev["n"], device=device.upper()))
@@ -109,7 +111,8 @@ gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + tuple(extra))
 
 section(t("inside.probs_title"))
 running = inspect(device, Q1)
-first, word = running.first_token, running.word
+first = running.first_token
+word = running.word
 number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
                           p2=num(word.merchant / first.merchant)),
                 word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
@@ -120,14 +123,15 @@ for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
     if name in found:
         insp = found[name]
         with column:
-            st.markdown(f"**{insp.question}**")
+            subsection(insp.question)
             bars(list(PAYERS[:2]), {
                 t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
                 t("inside.word"): [insp.word.merchant, insp.word.buyer]},
                 key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
 
 section(t("inside.where_title"), folded=True)
-even, reason_shares = running.uniform.reason, [h.shares.reason for h in running.heads]
+even = running.uniform.reason
+reason_shares = [h.shares.reason for h in running.heads]
 verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
 choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),
                           r=len(running.reason_positions), reason=running.example.reason),
@@ -138,7 +142,7 @@ st.markdown(t("inside.where_lead"))
 for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
     if name in found:
         with column:
-            st.markdown(f"**{found[name].question}**")
+            subsection(found[name].question)
             answering_rows(found[name], name)
             shares_table(found[name])
 st.info(t("inside.not_why"), icon=":material/school:")

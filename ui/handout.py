@@ -65,8 +65,9 @@ def current() -> Record:
 
 
 def add(kind: str, item: object) -> None:
-    """kind: "section" (a title), "formula" ((symbolic, live)), "table" (Table), "exercise"
-    ((question, options or None, answer, steps))."""
+    """kind: "section" (a title), "subsection" (a title within a section), "formula"
+    ((symbolic, live)), "table" (Table), "exercise" ((question, options or None, answer,
+    steps))."""
     record = current()
     (record.parts[record.active] if record.active else record.items).append((kind, item))
 
@@ -116,6 +117,7 @@ _STYLE = """
 body { font-family: "Noto Sans CJK SC", "Noto Sans", sans-serif; max-width: 52rem;
        margin: 2rem auto; line-height: 1.5; color: #212529; }
 h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 1.6rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .3rem; }
 table { border-collapse: collapse; margin: .6rem 0; font-variant-numeric: tabular-nums; }
 td, th { border: 1px solid #adb5bd; padding: .2rem .5rem; text-align: right; }
 th { background: #f1f3f5; }
@@ -137,6 +139,8 @@ def handout_html(record: Record, labels: dict[str, str], url: str) -> str:
     for kind, item in record.all_items():
         if kind == "section":
             body.append(f"<h2>{html.escape(str(item))}</h2>")
+        elif kind == "subsection":
+            body.append(f"<h3>{html.escape(str(item))}</h3>")
         elif kind == "formula":
             symbolic, live = item
             body.append('<div class="formula">' + _math(symbolic)
