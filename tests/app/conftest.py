@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.app.helpers import LANGS
+from tests.app.helpers import LANGS, ONE_LANG
 
 
 @pytest.fixture
@@ -26,6 +26,13 @@ def missing_model(monkeypatch) -> Iterator[str]:
     st.cache_resource.clear()  # the next test loads the real model again
 
 
-@pytest.fixture(params=LANGS)
+@pytest.fixture(params=ONE_LANG)
 def lang(request) -> str:
+    """The language of a test whose behaviour does not depend on it (helpers.ONE_LANG)."""
+    return request.param
+
+
+@pytest.fixture(params=LANGS)
+def each_lang(request) -> str:
+    """Both languages, for what the language changes."""
     return request.param

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tests.app.helpers import (
+    ONE_LANG,
     answer,
     assert_clean,
     explanations,
@@ -38,7 +39,7 @@ def cross_tables(at, source: str = SOURCE, target: str = TARGET) -> list:
             if tuple(f.index) == split_words(target) and tuple(f.columns) == split_words(source)]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.helpers import (
+    ONE_LANG,
     answer,
     assert_clean,
     open_page,
@@ -35,7 +36,7 @@ def expected_cuts(text: str) -> tuple[list[list[str]], list[list[str]]]:
             [list(pieces.display), [str(i) for i in pieces.ids], list(pieces.hex)])
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return request.param, open_page(PAGE, request.param)
 

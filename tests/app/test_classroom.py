@@ -14,11 +14,12 @@ PAGE = "pages/05_softmax.py"
 
 
 def test_presenter_view_from_the_url_keeps_its_links(lang):
-    at = open_page(PAGE, lang, params={"present": "1"})
+    at = open_page(PAGE, lang, params={"present": "1"})  # a link from before "true"
     assert_clean(at)
-    assert at.session_state["_present"] is True
+    assert at.session_state["present"] is True
+    assert at.query_params["present"] == "true"
     links = at.main.get("page_link")
-    assert links and all("present=1" in (link.proto.query_string or "") for link in links)
+    assert links and all("present=true" in (link.proto.query_string or "") for link in links)
     assert "[1.340, 1.321]" in page_text(at)  # the same page, only laid out for a projector
 
 
@@ -28,7 +29,7 @@ def test_presenter_view_folds_an_exercise_into_one_line_that_still_works():
     question = catalogue("en")["softmax.ex_question"]
     normal = open_page(PAGE)
     assert not [e for e in normal.expander if question in e.label]
-    at = open_page(PAGE, params={"present": "1"})
+    at = open_page(PAGE, params={"present": "true"})
     folded = [e for e in at.expander if question in e.label]
     assert len(folded) == 1
     at.radio("_softmax.ex.kb.choice").set_value(1).run()
@@ -39,7 +40,7 @@ def test_presenter_view_folds_an_exercise_into_one_line_that_still_works():
 def test_presenter_switch_and_exit():
     at = open_page(PAGE)
     at.sidebar.toggle("_present_switch").set_value(True).run()
-    assert at.query_params["present"] == "1"
+    assert at.query_params["present"] == "true"
     at.button("_present_exit").click().run()
     assert "present" not in at.query_params
     assert_clean(at)

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.app.helpers import (
+    ONE_LANG,
     answer,
     assert_clean,
     click,
@@ -50,7 +51,7 @@ def shown_numbers(width: int = 4, seed: int = 0) -> list[str]:
             latex_vec(e["diff"])]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 
@@ -170,7 +171,7 @@ def trained_numbers(question: str) -> dict:
             "shang": float(probs[vocab.id_of("商")]), "mai": float(probs[vocab.id_of("买")])}
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def trained_page(request):
     return request.param, open_page(PAGE, request.param, params=TRAINED)
 

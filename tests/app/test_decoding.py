@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.app.helpers import BAD_CELLS, answer, assert_clean, open_page, page_text, reveal
+from tests.app.helpers import BAD_CELL, ONE_LANG, answer, assert_clean, open_page, page_text, reveal
 from tinyformer.model import TinyDecoder
 from ui.i18n import catalogue
 
@@ -44,7 +44,7 @@ def sequence(prompt: list[int], new: list[int]) -> str:
     return f"`{' '.join(map(str, prompt))}` + **`{' '.join(map(str, new))}`**"
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 
@@ -108,7 +108,7 @@ def test_one_first_token_then_different_continuations() -> None:
     ("decoding.n", "0"), ("decoding.n", "1e300"), ("decoding.n", "abc"),
     ("decoding.T", "-1"), ("decoding.T", "nan"), ("decoding.loop_T", "1e300"),
     ("decoding.seed", "-1"), ("decoding.loop_seed", "2.5"), ("decoding.loop.step", "9"),
-    *[("decoding.z", bad) for bad in (*BAD_CELLS, "1, 2")],
+    *[("decoding.z", bad) for bad in (BAD_CELL, "1, 2")],
 ])
 def test_bad_input_gives_one_message_and_the_page_goes_on(key: str, bad: str) -> None:
     at = open_page(PAGE, params={key: bad})

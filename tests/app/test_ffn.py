@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.app.helpers import (
-    BAD_CELLS,
+    BAD_CELL,
+    ONE_LANG,
     answer,
     assert_clean,
     click,
@@ -41,10 +42,10 @@ def expected(x, act="relu", w1=W1, w2=W2, b1=(0, 0, 0), b2=(0, 0)) -> dict[str, 
 
 @pytest.fixture(scope="module")
 def default_page():
-    return {lang: open_page(PAGE, lang) for lang in ("zh", "en")}
+    return {lang: open_page(PAGE, lang) for lang in ONE_LANG}
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lang", ONE_LANG)
 def test_defaults_show_the_worked_numbers(default_page, lang):
     at = default_page[lang]
     assert_clean(at)
@@ -110,7 +111,7 @@ def test_bad_link_values_fall_back_with_a_note():
 ])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
     at = open_page(PAGE)
-    for bad in (*BAD_CELLS, wrong_shape):
+    for bad in (BAD_CELL, wrong_shape):
         at.text_input(key).input(bad).run()
         assert not at.exception
         assert len(at.error) == 1, (key, bad)

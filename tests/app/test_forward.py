@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.app.helpers import (
+    ONE_LANG,
     answer,
     assert_clean,
     click,
@@ -236,7 +237,7 @@ def trained_top3(question: str) -> tuple[str, str]:
     return ", ".join(names), trained.vocab.tokens[int(top.indices[0])]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def trained_page(request):
     return request.param, open_page(PAGE, request.param, params=TRAINED)
 

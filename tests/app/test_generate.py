@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.helpers import (
+    ONE_LANG,
     answer,
     assert_clean,
     explanations,
@@ -40,7 +41,7 @@ def work_numbers(trained, question: str, n_new: int) -> list[str]:
     return [*per_step, f"{a:,}", f"{b:,}", f"{b / a:.2f}"]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 

@@ -3,14 +3,15 @@
 from streamlit.testing.v1 import AppTest
 
 from tests.app.helpers import APP, assert_clean, open_page
+from ui.i18n import catalogue
 from ui.stages import STAGES
 
 
-def test_overview_renders_in_both_languages(lang):
-    at = open_page(None, lang)
+def test_overview_renders_in_both_languages(each_lang):
+    at = open_page(None, each_lang)
     assert_clean(at)
     title = at.title[0].value
-    assert title == ("总览" if lang == "zh" else "Overview")
+    assert title == ("总览" if each_lang == "zh" else "Overview")
 
 
 def test_language_follows_the_browser_locale_when_the_url_has_none():
@@ -25,23 +26,65 @@ def test_language_follows_the_browser_locale_when_the_url_has_none():
     assert at.title[0].value == "总览"
 
 
-def test_sidebar_switch_changes_the_language():
-    at = open_page(None, "zh")
-    at.button_group[0].set_value("en").run()
+def test_the_switch_in_the_title_row_changes_the_language():
+    at = open_page("pages/05_softmax.py", "zh")
+    switch = at.main.get("button_group")
+    assert [b.key for b in switch] == ["_lang_switch"]  # in the page, not the sidebar
+    at.button_group("_lang_switch").set_value("en").run()
     assert at.query_params["lang"] == "en"
-    assert at.title[0].value == "Overview"
+    assert at.session_state["lang"] == "en"
+    assert at.title[0].value == "5.1 · Softmax and the weighted sum"
+    assert at.main.get("page_link")[0].proto.query_string == "lang=en"  # links follow
 
 
-def test_navigation_lists_every_built_stage_in_order():
-    at = open_page(None, "en")
-    labels = [link.label for link in at.sidebar.get("page_link")]
-    assert labels[0] == "Overview"
-    assert [label.split(" · ")[0] for label in labels[1:]] == [s.number for s in STAGES]
+def test_the_switch_sits_in_the_presenter_bar_in_presenter_view():
+    at = open_page("pages/05_softmax.py", "zh", params={"present": "true"})
+    at.button_group("_lang_switch").set_value("en").run()
+    assert at.query_params["lang"] == "en" and at.query_params["present"] == "true"
 
 
-def test_every_stage_renders_in_both_languages(lang):
+def _navigation_sections():
+    """What app.py hands st.navigation, captured: (section, [(title, url path)]).
+    AppTest shows no element for Streamlit's own navigation, so the pages are caught
+    on their way in (st.Page would look for the files beside this test's script)."""
+    from types import SimpleNamespace
+    from unittest.mock import patch
+
+    import streamlit as st
+
+    from ui import frame
+
+    def capture(sections, **_):
+        st.session_state["sections"] = [
+            (name, [(page.title, page.url_path, page.path) for page in pages])
+            for name, pages in sections.items()]
+        return next(iter(sections.values()))[0]
+
+    def page(path, **options):
+        return SimpleNamespace(path=path, **options)
+
+    with patch("streamlit.navigation", capture), patch("streamlit.Page", page):
+        frame.navigation()
+
+
+def test_navigation_lists_every_stage_in_order_in_translated_sections(each_lang):
+    at = AppTest.from_function(_navigation_sections, default_timeout=60)
+    at.query_params["lang"] = each_lang
+    at.run()
+    assert not at.exception
+    sections = at.session_state["sections"]
+    pages = [page for _, section in sections for page in section]
+    assert pages[0] == (catalogue(each_lang)["home.title"], None, "pages/overview.py")
+    assert [(url, path) for _, url, path in pages[1:]] == [(s.id, s.path) for s in STAGES]
+    assert [title for title, _, _ in pages[1:]] == [
+        f"{s.number} · {catalogue(each_lang)[f'{s.id}.title']}" for s in STAGES]
+    names = [name for name, _ in sections if name]
+    assert names and all(name in catalogue(each_lang).values() for name in names)
+
+
+def test_every_stage_renders_in_both_languages(each_lang):
     for stage in STAGES:
-        at = open_page(stage.path, lang)
+        at = open_page(stage.path, each_lang)
         assert_clean(at)
         assert at.title[0].value.startswith(stage.number)
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tests.app.helpers import (
+    ONE_LANG,
     _walk,
     answer,
     assert_clean,
@@ -58,7 +59,7 @@ def expected_numbers(insp) -> list[str]:
     return rows + [f"{v:.4f}" for v in bars]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 

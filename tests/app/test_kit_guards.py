@@ -38,20 +38,20 @@ def _run(script, lang: str) -> AppTest:
     return at.run()
 
 
-def test_an_escaping_exception_shows_a_translated_message_and_is_logged(lang, caplog):
+def test_an_escaping_exception_shows_a_translated_message_and_is_logged(each_lang, caplog):
     with caplog.at_level(logging.ERROR, logger="tinyformer.pages"):
-        at = _run(_page_that_fails, lang)
+        at = _run(_page_that_fails, each_lang)
     assert not at.exception  # not Streamlit's crash screen
-    assert [e.value for e in at.error] == [catalogue(lang)["kit.page_failed"]]
+    assert [e.value for e in at.error] == [catalogue(each_lang)["kit.page_failed"]]
     assert "before the bug" in [m.value for m in at.markdown]  # what rendered stays
     assert any("a bug in a page" in r.getMessage() or r.exc_info for r in caplog.records)
 
 
-def test_an_untranslated_error_key_shows_the_generic_message_and_is_logged(lang, caplog):
+def test_an_untranslated_error_key_shows_the_generic_message_and_is_logged(each_lang, caplog):
     with caplog.at_level(logging.WARNING, logger="tinyformer.errors"):
-        at = _run(_page_with_an_unknown_error_key, lang)
+        at = _run(_page_with_an_unknown_error_key, each_lang)
     assert not at.exception
-    assert [e.value for e in at.error] == [catalogue(lang)["errors.generic"]]
+    assert [e.value for e in at.error] == [catalogue(each_lang)["errors.generic"]]
     assert "after the bad setting" in [m.value for m in at.markdown]  # the page goes on
     assert any("no_such_key_anywhere" in r.getMessage() for r in caplog.records)
     assert all("raw text never shown" not in e.value for e in at.error)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.app.helpers import (
-    BAD_CELLS,
+    BAD_CELL,
     _walk,
     answer,
     assert_clean,
@@ -153,7 +153,7 @@ def test_shared_link_with_new_queries() -> None:
 
 
 @pytest.mark.parametrize("key", ["masks.Q", "masks.K"])
-@pytest.mark.parametrize("bad", [*BAD_CELLS, "1, 0; 0, 1", "; ".join(["1, 2, 3"] * 6)])
+@pytest.mark.parametrize("bad", [BAD_CELL, "1, 0; 0, 1", "; ".join(["1, 2, 3"] * 6)])
 def test_bad_matrix_input_shows_an_error_and_keeps_the_last_value(key: str, bad: str) -> None:
     at = type_bad(PAGE, key, bad)
     assert_clean(at)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.app.helpers import (
+    ONE_LANG,
     _walk,
     answer,
     assert_clean,
@@ -84,7 +85,7 @@ def text_before(at, key: str) -> str:
     raise AssertionError(f"{key} is not on the page")
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 

@@ -10,7 +10,16 @@ import pytest
 import torch
 from torch import nn
 
-from tests.app.helpers import _walk, answer, assert_clean, open_page, page_text, reveal, tables
+from tests.app.helpers import (
+    ONE_LANG,
+    _walk,
+    answer,
+    assert_clean,
+    open_page,
+    page_text,
+    reveal,
+    tables,
+)
 from tests.unit.test_residual import torch_layer
 from tinyformer.residual import compare_placements
 from ui.fmt import num, vec
@@ -62,7 +71,7 @@ def check(at, **settings) -> None:
     assert sizes_table(at) == [e["pre_rms"], e["post_rms"]]
 
 
-@pytest.fixture(scope="module", params=("zh", "en"))
+@pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
     return open_page(PAGE, request.param)
 

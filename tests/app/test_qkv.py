@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.app.helpers import (
-    BAD_CELLS,
+    BAD_CELL,
     _walk,
     answer,
     assert_clean,
@@ -172,7 +172,7 @@ def test_random_sliders_up_to_the_largest_sizes():
 
 
 @pytest.mark.parametrize("key", ["qkv.X", "qkv.Wq", "qkv.Wk", "qkv.Wv"])
-@pytest.mark.parametrize("bad", [*BAD_CELLS, "1, 2"])
+@pytest.mark.parametrize("bad", [BAD_CELL, "1, 2"])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
     assert has_table(at, trace().scores, TOKENS)
