@@ -60,9 +60,9 @@ from rerun_cost import (
     servers,
     whole_page_query,
 )
-from websockets.sync.client import connect
 
 from deploy import nginx  # after rerun_cost, which puts the repository on sys.path
+from deploy.stream import open_stream
 from deploy.warm import wait_healthy
 
 MAX_SESSIONS = 200
@@ -297,10 +297,7 @@ def open_tab(server: Server, timeout: float, cookie: str = "") -> Iterator[tuple
     """A websocket session as rerun_cost.Tab.open makes one, carrying the cookie; also
     which process answered (the proxy's header, or the single process)."""
     headers = {"Cookie": cookie} if cookie else None
-    with connect(f"ws://127.0.0.1:{server.port}/_stcore/stream",
-                 subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
-                 additional_headers=headers, max_size=None, open_timeout=timeout,
-                 close_timeout=2) as socket:
+    with open_stream("127.0.0.1", server.port, timeout, headers) as socket:
         # nginx names every process it tried, the one that answered last.
         tried = (socket.response.headers.get(nginx.UPSTREAM_HEADER, "?") if server.proxy
                  else next(iter(server.single)))

@@ -41,13 +41,14 @@ MAIN_CONTAINER = 0  # RootContainer.MAIN; the sidebar (1) is the same on every p
 
 sys.path.insert(0, str(ROOT))
 
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.Element_pb2 import Element  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from streamlit.proto.Slider_pb2 import Slider  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.source_util import page_icon_and_name  # noqa: E402
-from websockets.sync.client import ClientConnection, connect  # noqa: E402
+from websockets.sync.client import ClientConnection  # noqa: E402
+
+from deploy.stream import open_stream, receive, rerun_message  # noqa: E402
 
 FINISHED_OK = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 FRAGMENT_OK = ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
@@ -162,32 +163,18 @@ class Tab:
     @classmethod
     @contextlib.contextmanager
     def open(cls, port: int, timeout: float) -> Iterator[Tab]:
-        # The frontend offers "streamlit" plus its XSRF token (a placeholder without
-        # one) as subprotocols. It sends an Origin header; without one the server
-        # skips the XSRF check, which only guards auth cookies that we do not use.
-        with connect(
-            f"ws://127.0.0.1:{port}/_stcore/stream",
-            subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"],  # type: ignore[list-item]
-            max_size=None, open_timeout=timeout, close_timeout=2,
-        ) as socket:
+        with open_stream("127.0.0.1", port, timeout) as socket:
             yield cls(socket, port, timeout)
 
     def rerun(self, widgets: list[WidgetState], page_name: str = "") -> RunResult:
         """Send rerun_script and read ForwardMsgs until script_finished."""
-        msg = BackMsg()
-        state = msg.rerun_script
-        state.query_string = self.query_string
-        state.page_script_hash = self.page_script_hash
-        state.page_name = page_name if not self.page_script_hash else ""
-        state.widget_states.widgets.extend(widgets)
         # Streamlit's frontend names the fragment (st.fragment; ui.page.part) that drew
         # the changed widget, and the server then reruns that fragment alone.
         fragment = self.fragment_of.get(widgets[0].id, "") if len(widgets) == 1 else ""
-        state.fragment_id = fragment
         SENT["fragment" if fragment else "full"] += 1
-        info = state.context_info
-        info.timezone, info.locale, info.color_scheme = "UTC", "en-US", "light"
-        info.url = f"http://127.0.0.1:{self.port}/{page_name}"
+        msg = rerun_message("127.0.0.1", self.port, page_name=page_name,
+                            query=self.query_string, page_script_hash=self.page_script_hash,
+                            widgets=widgets, fragment_id=fragment)
         payload = msg.SerializeToString()
 
         elements: list[tuple[tuple[int, ...], Element]] = []
@@ -195,8 +182,7 @@ class Tab:
         start = time.perf_counter()
         self.socket.send(payload)
         while True:
-            forward = ForwardMsg()
-            forward.ParseFromString(self.socket.recv(timeout=self.timeout))
+            forward = receive(self.socket, self.timeout)
             kind = forward.WhichOneof("type")
             if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
                 path = tuple(forward.metadata.delta_path)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy.stream import open_stream, receive, rerun_message
+
 ROOT = Path(__file__).resolve().parent.parent
 # Libraries that the pages import and that import nothing of Streamlit (importing
 # Streamlit-based modules here could read its configuration before the command line
@@ -53,7 +55,7 @@ def import_heavy(modules: Iterable[str] = HEAVY) -> list[str]:
             continue
         if name == "tinyformer":
             for info in pkgutil.iter_modules(module.__path__, "tinyformer."):
-                if info.name.endswith("__main__") or info.name == "tinyformer.train":
+                if info.name.endswith("__main__") or info.name == "tinyformer.lessons.train":
                     continue  # entry points, not libraries
                 try:
                     importlib.import_module(info.name)
@@ -96,27 +98,16 @@ def run_page(host: str, port: int, page: str, query: str = "",
              timeout: float = RUN_TIMEOUT_S) -> PageRun:
     """Open one session on `page` the way a browser tab does and wait for its first run
     to finish. Never raises: a broken page is reported, not fatal."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from websockets.sync.client import connect
 
-    message = BackMsg()
-    rerun = message.rerun_script
-    rerun.page_name, rerun.query_string = page, query
-    rerun.context_info.locale, rerun.context_info.timezone = LOCALE, "UTC"
-    rerun.context_info.url = f"http://{host}:{port}/{page}"
+    message = rerun_message(host, port, page_name=page, query=query, locale=LOCALE)
     started = time.monotonic()
     exceptions = 0
     try:
-        # No Origin header: the server skips its XSRF check, which guards only auth
-        # cookies (none here); a browser sends both.
-        with connect(f"ws://{host}:{port}/_stcore/stream",
-                     subprotocols=["streamlit"],  # type: ignore[list-item]
-                     open_timeout=timeout, close_timeout=2, max_size=None) as socket:
+        with open_stream(host, port, timeout) as socket:
             socket.send(message.SerializeToString())
             while True:
-                forward = ForwardMsg()
-                forward.ParseFromString(socket.recv(timeout=timeout))
+                forward = receive(socket, timeout)
                 kind = forward.WhichOneof("type")
                 if (kind == "delta" and forward.delta.WhichOneof("type") == "new_element"
                         and forward.delta.new_element.WhichOneof("type") == "exception"):
@@ -134,20 +125,40 @@ def run_page(host: str, port: int, page: str, query: str = "",
                        f"{type(error).__name__}: {error}", gone)
 
 
+def sessions_connected() -> bool:
+    """Whether Streamlit's runtime in this process has a session connected.
+
+    Streamlit has no public way to ask this; its runtime's state is private and may
+    change with any release. This function is the only place that reads it, and
+    tests/unit/test_warm.py fails loudly when Streamlit changes it. False outside a
+    server (no runtime)."""
+    from streamlit.runtime import Runtime, RuntimeState
+
+    return Runtime.exists() and (
+        Runtime.instance().state == RuntimeState.ONE_OR_MORE_SESSIONS_CONNECTED)
+
+
 def learner_connected(wait: float = LEAVE_S) -> bool:
     """Whether someone else has a session open in this process: Streamlit's runtime
-    still counts a connected session `wait` seconds after the warm-up's own left."""
-    try:
-        from streamlit.runtime import Runtime, RuntimeState
-    except ImportError:
-        return False
+    still counts a connected session `wait` seconds after the warm-up's own left.
+    If Streamlit changed its private state, the warm-up says so once and never
+    gives way (it only warms caches; learners are served either way)."""
     deadline = time.monotonic() + wait
-    while Runtime.exists() and (
-            Runtime.instance().state == RuntimeState.ONE_OR_MORE_SESSIONS_CONNECTED):
-        if time.monotonic() >= deadline:
-            return True
-        time.sleep(0.05)
+    try:
+        while sessions_connected():
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.05)
+    except (ImportError, AttributeError) as error:
+        if not _CHANGED:
+            _CHANGED.append(error)
+            print(f"tinyformer warm-up: cannot tell whether learners are connected "
+                  f"(Streamlit changed: {type(error).__name__}: {error})", file=sys.stderr,
+                  flush=True)
     return False
+
+
+_CHANGED: list[BaseException] = []  # the error, once seen
 
 
 def warm(address: str, port: int, alive: Callable[[], bool] = lambda: True,
