@@ -1,4 +1,4 @@
-"""A byte-level BPE tokenizer trained on the corpus (Hugging Face ``tokenizers``).
+"""A byte-level BPE tokenizer trained on the texts given (Hugging Face ``tokenizers``).
 
 Byte-level BPE starts from the 256 byte values, so any text can be encoded, and learns
 merges of frequent neighbouring pieces, most frequent first. A Chinese character is 3
@@ -11,8 +11,9 @@ byte 0x20, a space, as "Ġ"); ``token_bytes`` undoes that mapping.
 
 For teaching, ``first_merges(k)`` is the same tokenizer knowing only its first k merges
 (same vocabulary, same IDs), so a page can apply the merges one by one; ``merge_run``
-counts a text's tokens after each of them, and ``compare_cuts`` puts the character
-vocabulary's cut of a text beside the BPE's, with both round trips.
+counts a text's tokens after each of them, and ``compare_cuts`` puts a character
+vocabulary's cut of a text beside the BPE's, with both round trips. The BPE trained on
+the classroom's corpus is tinyformer.lessons.bpe_corpus.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from itertools import pairwise
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tinyformer.corpus import all_examples, vocabulary
 from tinyformer.errors import ParameterError
 from tinyformer.tokenizer import CharVocab, Encoding
 
@@ -253,15 +253,13 @@ def _merge(rank: int, pair: Sequence[str] | str) -> Merge:
     )
 
 
-def train_bpe(
-    texts: Iterable[str] | None = None, vocab_size: int = DEFAULT_VOCAB_SIZE
-) -> BPETokenizer:
-    """Train a byte-level BPE (defaults: every question and answer of the corpus).
+def train_bpe(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) -> BPETokenizer:
+    """Train a byte-level BPE on ``texts``.
 
     Deterministic: the same texts in the same order give the same merges.
     """
     _check_vocab_size(vocab_size)
-    texts = [ex.text for ex in all_examples()] if texts is None else list(texts)
+    texts = list(texts)
     for text in texts:
         _check_text(text)
     total = sum(len(t) for t in texts)
@@ -289,12 +287,6 @@ def _byte_level(model: models.BPE) -> Tokenizer:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
     return tokenizer
-
-
-@cache
-def corpus_bpe(vocab_size: int = DEFAULT_VOCAB_SIZE) -> BPETokenizer:
-    """The BPE trained on the corpus, built once per vocabulary size."""
-    return train_bpe(None, vocab_size)
 
 
 def _check_vocab_size(vocab_size: int) -> None:
@@ -382,16 +374,12 @@ class TwoCuts:
         return self.bpe_decoded == self.text
 
 
-def compare_cuts(
-    text: str, vocab: CharVocab | None = None, bpe: BPETokenizer | None = None
-) -> TwoCuts:
-    """Both cuts of one non-empty text (defaults: the corpus's character vocabulary and
-    the BPE trained on the same corpus), each decoded back."""
+def compare_cuts(text: str, vocab: CharVocab, bpe: BPETokenizer) -> TwoCuts:
+    """Both cuts of one non-empty text, by a character vocabulary and by a BPE, each
+    decoded back."""
     _check_text(text)
     if not text:
         raise ParameterError("bpe_text_empty", "the text is empty: type at least one character")
-    vocab = vocab or vocabulary()
-    bpe = bpe or corpus_bpe()
     chars, pieces = vocab.encode(text), bpe.encode(text)
     return TwoCuts(
         text,

@@ -34,9 +34,7 @@ from tinyformer.ffn import FeedForwardTrace, feed_forward
 from tinyformer.norm import LayerNormTrace, layer_norm
 
 INITS = ("pytorch", "scaled")
-# Upper bounds keep a shared classroom server safe from a typo such as width 10**6.
-MAX_SIZES = {"vocab": 65_536, "width": 1_024, "heads": 64, "max_length": 4_096, "layers": 32}
-MAX_PARAMETERS = 20_000_000  # 80 MB of float32
+SIZES = ("vocab", "width", "heads", "max_length", "layers")  # whole numbers >= 1
 
 
 # --- configuration -------------------------------------------------------------------
@@ -49,7 +47,8 @@ class DecoderConfig:
     ``init``: "pytorch" (the modules' own default initialisation, as in the article) or
     "scaled" (embeddings N(0, 1), linear weights N(0, 1/fan_in), biases 0: attention
     scores of variance near 1). ``attn_bias`` adds biases to the Q/K/V and output
-    projections (the article has none). Invalid settings raise on construction.
+    projections (the article has none). Invalid settings raise on construction; how
+    large is too large depends on where the model runs (``check_limits``).
     """
 
     vocab: int = 50
@@ -96,9 +95,47 @@ class DecoderConfig:
         return cls(**values)
 
 
+def check_limits(
+    config: DecoderConfig, sizes: Mapping[str, int], max_parameters: int | None = None
+) -> DecoderConfig:
+    """Return ``config`` if it fits the caller's limits, else raise a keyed error.
+
+    DecoderConfig itself only checks that a config is well formed; what is too large
+    depends on where the model runs. ``sizes`` maps size names (vocab, width, heads,
+    max_length, layers) to their largest allowed values; ``max_parameters`` bounds
+    ``config.parameter_count`` (None: no bound). Raises size_too_large, model_too_large
+    (and config_unknown_field for a name in ``sizes`` that is not a size)."""
+    unknown = sorted(set(sizes) - set(SIZES))
+    if unknown:
+        raise ParameterError(
+            "config_unknown_field",
+            f"unknown DecoderConfig size(s) {unknown}; known: {sorted(SIZES)}",
+            names=unknown,
+        )
+    for name, limit in sizes.items():
+        value = getattr(config, name)
+        if value > limit:
+            raise ParameterError(
+                "size_too_large",
+                f"{name} must be <= {limit}, got {value}",
+                name=name,
+                value=value,
+                limit=limit,
+            )
+    if max_parameters is not None and config.parameter_count > max_parameters:
+        raise ParameterError(
+            "model_too_large",
+            f"{config.parameter_count:,} parameters is more than the limit of "
+            f"{max_parameters:,}",
+            count=config.parameter_count,
+            limit=max_parameters,
+        )
+    return config
+
+
 def _check_config(config: DecoderConfig) -> None:
-    for name, limit in MAX_SIZES.items():
-        _check_size(name, getattr(config, name), limit)
+    for name in SIZES:
+        _check_size(name, getattr(config, name))
     for name in ("causal", "attn_bias"):
         value = getattr(config, name)
         if not isinstance(value, bool):
@@ -120,16 +157,9 @@ def _check_config(config: DecoderConfig) -> None:
             width=config.width,
             heads=config.heads,
         )
-    if config.parameter_count > MAX_PARAMETERS:
-        raise ParameterError(
-            "model_too_large",
-            f"{config.parameter_count:,} parameters is more than the limit of {MAX_PARAMETERS:,}",
-            count=config.parameter_count,
-            limit=MAX_PARAMETERS,
-        )
 
 
-def _check_size(name: str, value: object, limit: int) -> None:
+def _check_size(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParameterError(
             "size_not_integer",
@@ -140,14 +170,6 @@ def _check_size(name: str, value: object, limit: int) -> None:
     if value < 1:
         raise ParameterError(
             "size_not_positive", f"{name} must be >= 1, got {value}", name=name, value=value
-        )
-    if value > limit:
-        raise ParameterError(
-            "size_too_large",
-            f"{name} must be <= {limit}, got {value}",
-            name=name,
-            value=value,
-            limit=limit,
         )
 
 

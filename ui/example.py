@@ -1,5 +1,5 @@
-"""The running example, in one place: the two customer-service questions and the word
-tokens the attention stages use (CURRICULUM.md, top).
+"""The running example for the pages (defined once, in tinyformer.lessons.example): the two
+customer-service questions and the word tokens the attention stages use (CURRICULUM.md).
 
 Stage 1 cuts text into characters; stages 2-6 use whole words (运费, 承担) so that a
 table row is a word a learner can read. Real tokenizers do neither exactly: they use
@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from tinyformer.lessons.example import PAYERS, TAIL4, TAIL6
+from tinyformer.lessons.example import RUNNING_EXAMPLE as Q1
+from tinyformer.lessons.example import RUNNING_WORDS as Q1_WORDS
+from tinyformer.lessons.example import TWIN as Q2
+from tinyformer.lessons.example import TWIN_SAME_PLACE as Q2_SAME_PLACE
+from tinyformer.lessons.example import TWIN_WORDS as Q2_WORDS
 from ui import state
 from ui.i18n import current_lang, t
 from ui.inputs import text
 
-Q1 = "商品有质量问题，运费谁承担？"  # the merchant pays
-Q2 = "无理由退货，运费谁承担？"  # the buyer usually pays
-# The twin with as many characters before 运费 as Q1, so that 费 sits at the same
-# position in both (a model with position rows then sees the same input row there).
-Q2_SAME_PLACE = "商品无理由退货，运费谁承担？"
-Q1_WORDS = ("商品", "有", "质量", "问题", "，", "运费", "谁", "承担", "？")
-Q2_WORDS = ("无理由", "退货", "，", "运费", "谁", "承担", "？")
-TAIL4 = ("运费", "谁", "承担", "？")  # the shared ending, as four positions
-TAIL6 = ("问题", "，", "运费", "谁", "承担", "？")  # six positions, for a wider table
-PAYERS = ("商家", "买家", "未知")  # merchant, buyer, unknown: the stage 10 vocabulary
+__all__ = ["PAYERS", "Q1", "Q1_WORDS", "Q2", "Q2_SAME_PLACE", "Q2_WORDS", "TAIL4", "TAIL6",
+           "gloss", "question_box"]
 
 
 def gloss(words) -> None:

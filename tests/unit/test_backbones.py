@@ -1,4 +1,4 @@
-"""tinyformer.backbones against PyTorch: cross-attention with a rectangular Q/K
+"""tinyformer.lessons.backbones against PyTorch: cross-attention with a rectangular Q/K
 (F.scaled_dot_product_attention, nn.MultiheadAttention), the Post-Norm encoder and
 decoder layers (nn.TransformerEncoderLayer / nn.TransformerDecoderLayer with the same
 weights), the three mask patterns, and the seeded translation example."""
@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinyformer.backbones import (
+from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.lessons.backbones import (
     MAX_TOKENS,
     AttentionWeights,
     FFNWeights,
@@ -21,7 +22,6 @@ from tinyformer.backbones import (
     split_words,
     translation_example,
 )
-from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.masks import causal_mask
 from tinyformer.positional import sinusoidal
 

@@ -14,15 +14,15 @@ from tinyformer.bpe import (
     DEFAULT_VOCAB_SIZE,
     MAX_TEXT_CHARS,
     compare_cuts,
-    corpus_bpe,
     display_bytes,
     display_token,
     merge_run,
     token_bytes,
     train_bpe,
 )
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, all_examples, vocabulary
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_cuts, corpus_texts
+from tinyformer.lessons.corpus import RUNNING_EXAMPLE, TWIN, all_examples, vocabulary
 from tinyformer.tokenizer import UNK_ID
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
@@ -57,13 +57,20 @@ def test_round_trip_for_mixed_text_and_the_bytes_add_up(text: str) -> None:
     assert list(enc.n_bytes) == [len(token_bytes(t)) for t in enc.tokens]
 
 
+def test_the_corpus_bpe_learns_every_question_and_answer(bpe) -> None:
+    assert corpus_texts() == [ex.text for ex in all_examples()]
+    assert corpus_bpe() is bpe  # built once per vocabulary size
+    assert bpe.to_str() == train_bpe(corpus_texts()).to_str()
+
+
 def test_every_corpus_text_round_trips(bpe) -> None:
     for ex in all_examples():
         assert bpe.decode(bpe.encode(ex.text).ids) == ex.text
 
 
 def test_training_is_deterministic() -> None:
-    a, b = train_bpe(vocab_size=DEFAULT_VOCAB_SIZE), train_bpe(vocab_size=DEFAULT_VOCAB_SIZE)
+    a = train_bpe(corpus_texts(), vocab_size=DEFAULT_VOCAB_SIZE)
+    b = train_bpe(corpus_texts(), vocab_size=DEFAULT_VOCAB_SIZE)
     assert a.to_str() == b.to_str()
     assert a.merges == b.merges
 
@@ -97,7 +104,7 @@ def test_first_merge_is_the_most_frequent_byte_pair(bpe) -> None:
 
 
 def test_without_merges_every_byte_is_a_token() -> None:
-    bytes_only = train_bpe(vocab_size=256)
+    bytes_only = train_bpe(corpus_texts(), vocab_size=256)
     assert bytes_only.merges == ()
     assert len(bytes_only.encode(RUNNING_EXAMPLE).ids) == len(RUNNING_EXAMPLE.encode("utf-8"))
 
@@ -228,8 +235,9 @@ def test_the_first_merge_applies_at_the_comma_and_the_question_mark(bpe) -> None
 
 
 def test_compare_cuts_on_the_running_example(bpe) -> None:
-    cuts = compare_cuts(RUNNING_EXAMPLE)
+    cuts = corpus_cuts(RUNNING_EXAMPLE)
     vocab = vocabulary()
+    assert compare_cuts(RUNNING_EXAMPLE, vocab, bpe) == cuts  # the corpus's two tokenizers
     assert cuts.chars == vocab.encode(RUNNING_EXAMPLE) and cuts.bpe == bpe.encode(RUNNING_EXAMPLE)
     assert (cuts.char_vocab, cuts.bpe_vocab, cuts.n_bytes) == (len(vocab), 400, 42)
     assert cuts.char_round_trip and cuts.bpe_round_trip
@@ -240,7 +248,7 @@ def test_compare_cuts_on_the_running_example(bpe) -> None:
 
 
 def test_unknown_characters_are_unk_for_characters_and_bytes_for_bpe(bpe) -> None:
-    cuts = compare_cuts("猫 运费")
+    cuts = corpus_cuts("猫 运费")
     assert cuts.chars.unknown == ("猫", " ") and cuts.chars.ids[:2] == (UNK_ID, UNK_ID)
     assert not cuts.char_round_trip and cuts.char_decoded == "[UNK][UNK]运费"
     assert cuts.bpe_round_trip
@@ -265,5 +273,5 @@ def test_split_characters_hex_and_partial_flags(bpe) -> None:
 @pytest.mark.parametrize("bad", ["", "运" * (MAX_TEXT_CHARS + 1)])
 def test_compare_cuts_refuses_empty_and_overlong_text(bad: str) -> None:
     with pytest.raises(ParameterError) as err:
-        compare_cuts(bad)
+        corpus_cuts(bad)
     assert err.value.key == ("bpe_text_empty" if not bad else "bpe_text_too_long")

@@ -1,4 +1,4 @@
-"""tinyformer.generate: token-by-token generation with and without the K/V cache.
+"""tinyformer.lessons.cache_work: token-by-token generation with and without the K/V cache.
 
 References: a plain full forward pass (model(ids)) over the prompt and the tokens
 chosen so far, train.greedy_answers (its own loop) for the text, and the multiply-adds
@@ -11,17 +11,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN
 from tinyformer.errors import ParameterError
-from tinyformer.generate import (
-    MAX_NEW_TOKENS,
+from tinyformer.lessons.cache_work import (
+    MAX_GREEDY_TOKENS,
     Work,
     compare_cache,
-    generate,
+    greedy_run,
     question_prompt,
 )
+from tinyformer.lessons.corpus import RUNNING_EXAMPLE, TWIN
+from tinyformer.lessons.train import greedy_answers, load_model
 from tinyformer.model import TinyDecoder
-from tinyformer.train import greedy_answers, load_model
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_cached_and_recomputed_give_the_same_logits_and_answer(trained, question
 
 def test_every_step_matches_a_plain_forward_pass(trained):
     prompt = question_prompt(trained, RUNNING_EXAMPLE)
-    gen = generate(trained.model, prompt, 5)
+    gen = greedy_run(trained.model, prompt, 5)
     sequence = list(prompt)
     for step in gen.steps:
         with torch.no_grad():
@@ -69,8 +69,8 @@ def test_every_step_matches_a_plain_forward_pass(trained):
 def test_the_cache_grows_by_one_row_a_step(trained):
     prompt = question_prompt(trained, TWIN)
     n = len(prompt)
-    cached = generate(trained.model, prompt, 4, use_cache=True)
-    recomputed = generate(trained.model, prompt, 4, use_cache=False)
+    cached = greedy_run(trained.model, prompt, 4, use_cache=True)
+    recomputed = greedy_run(trained.model, prompt, 4, use_cache=False)
     for k, (a, b) in enumerate(zip(cached.steps, recomputed.steps, strict=True)):
         length = n + k  # positions read at step k + 1
         for block in a.trace.blocks:
@@ -100,7 +100,7 @@ def test_work_is_measured_from_the_matrix_products(trained):
 
 
 def test_cumulative_work_adds_up_step_by_step(trained):
-    gen = generate(trained.model, question_prompt(trained, TWIN), 3, use_cache=False)
+    gen = greedy_run(trained.model, question_prompt(trained, TWIN), 3, use_cache=False)
     totals = gen.cumulative
     for field in range(3):
         running = 0
@@ -121,27 +121,27 @@ def test_any_causal_model_gives_the_same_logits_either_way(ids, n_new, layers, h
     assert cmp.same_tokens
 
 
-@pytest.mark.parametrize("n_new", [0, MAX_NEW_TOKENS + 1, True, 2.5, "3"])
+@pytest.mark.parametrize("n_new", [0, MAX_GREEDY_TOKENS + 1, True, 2.5, "3"])
 def test_bad_numbers_of_new_tokens(n_new):
     with pytest.raises(ParameterError) as err:
-        generate(TinyDecoder.seeded(7), [1, 2], n_new)
+        greedy_run(TinyDecoder.seeded(7), [1, 2], n_new)
     assert err.value.key == "generate_new_tokens"
 
 
 def test_an_empty_prompt_and_one_too_long_are_refused():
     model = TinyDecoder.seeded(7)  # 16 positions
     with pytest.raises(ParameterError) as err:
-        generate(model, [], 3)
+        greedy_run(model, [], 3)
     assert err.value.key == "generate_prompt_empty"
-    generate(model, list(range(12)), 5)  # 12 + 5 - 1 = 16 positions: fits exactly
+    greedy_run(model, list(range(12)), 5)  # 12 + 5 - 1 = 16 positions: fits exactly
     with pytest.raises(ParameterError) as err:
-        generate(model, list(range(12)), 6)
+        greedy_run(model, list(range(12)), 6)
     assert err.value.key == "generate_too_long" and err.value.values["most"] == 5
 
 
 def test_a_model_without_the_causal_mask_cannot_cache():
     with pytest.raises(ParameterError) as err:
-        generate(TinyDecoder.seeded(7, causal=False), [1, 2], 2)
+        greedy_run(TinyDecoder.seeded(7, causal=False), [1, 2], 2)
     assert err.value.key == "cache_needs_causal"
 
 

@@ -1,4 +1,4 @@
-"""tinyformer.context: one word read in two sentences, checked against PyTorch."""
+"""tinyformer.lessons.context: one word read in two sentences, checked against PyTorch."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinyformer.context import MAX_WIDTH, MAX_WORDS, compare_in_context, compare_trained
-from tinyformer.corpus import find_question
 from tinyformer.errors import ParameterError
-from tinyformer.probe import probe
-from tinyformer.projection import random_setup
-from tinyformer.train import load_model
+from tinyformer.lessons.context import MAX_WIDTH, MAX_WORDS, compare_in_context, compare_trained
+from tinyformer.lessons.corpus import find_question
+from tinyformer.lessons.example import RUNNING_EXAMPLE, RUNNING_WORDS, TWIN_SAME_PLACE, TWIN_WORDS
+from tinyformer.lessons.example import TWIN as TWIN_QUESTION
+from tinyformer.lessons.probe import probe
+from tinyformer.lessons.projection import random_setup
+from tinyformer.lessons.train import load_model
 
-# The running example's word tokens (ui.example.Q1_WORDS / Q2_WORDS; tinyformer must
-# not import ui, so they are written out here).
-Q1 = ("商品", "有", "质量", "问题", "，", "运费", "谁", "承担", "？")
-Q2 = ("无理由", "退货", "，", "运费", "谁", "承担", "？")
+Q1, Q2 = RUNNING_WORDS, TWIN_WORDS  # the running example's word tokens
 
 
 @pytest.fixture(scope="module", params=[(4, 0), (1, 3), (8, 42)])
@@ -138,8 +137,7 @@ def test_bad_arguments_raise_a_keyed_error(kwargs, key) -> None:
 
 # --- The trained model: 费 followed through the shipped model -------------------------
 
-RUNNING, TWIN, SAME_PLACE = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？", \
-    "商品无理由退货，运费谁承担？"
+RUNNING, TWIN, SAME_PLACE = RUNNING_EXAMPLE, TWIN_QUESTION, TWIN_SAME_PLACE
 
 
 @pytest.fixture(scope="module")

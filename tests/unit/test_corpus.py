@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from tinyformer import corpus
-from tinyformer.corpus import (
+from tinyformer.errors import ParameterError
+from tinyformer.lessons import corpus
+from tinyformer.lessons.corpus import (
     ALWAYS_HELD_OUT,
     BUYER_REASONS,
     ITEMS,
@@ -17,17 +18,16 @@ from tinyformer.corpus import (
     TWIN,
     all_examples,
     find_question,
-    generate,
     make_example,
     payer_of,
+    split_corpus,
     vocabulary,
 )
-from tinyformer.errors import ParameterError
 
 
 def fresh(seed: int = 0, fraction: float = 0.2) -> corpus.Corpus:
     """Bypass the cache: build the split again from scratch."""
-    return generate.__wrapped__(seed, fraction)
+    return split_corpus.__wrapped__(seed, fraction)
 
 
 def test_same_seed_same_split_and_other_seed_another() -> None:
@@ -37,7 +37,7 @@ def test_same_seed_same_split_and_other_seed_another() -> None:
     assert {ex.question for ex in fresh(4).heldout} != {ex.question for ex in a.heldout}
 
 
-def test_generate_leaves_the_global_random_state_alone() -> None:
+def test_split_corpus_leaves_the_global_random_state_alone() -> None:
     state = random.getstate()
     fresh(11)
     assert random.getstate() == state
@@ -56,14 +56,14 @@ def test_heldout_combinations_never_appear_in_training(seed: int) -> None:
 
 def test_training_still_sees_every_word_and_phrasing() -> None:
     """Held-out questions recombine known words: they test the rule, not new vocabulary."""
-    train = generate().train
+    train = split_corpus().train
     assert {ex.item for ex in train} == {*ITEMS, None}
     assert {ex.reason for ex in train} == {*MERCHANT_REASONS, *BUYER_REASONS}
     assert {ex.phrasing for ex in train} == set(range(len(PHRASINGS)))
 
 
 def test_running_example_and_twin_are_generated_and_held_out() -> None:
-    split = generate()
+    split = split_corpus()
     heldout = {ex.question for ex in split.heldout}
     assert set(ALWAYS_HELD_OUT) == {RUNNING_EXAMPLE, TWIN} <= heldout
     example, twin = find_question(RUNNING_EXAMPLE), find_question(TWIN)
@@ -114,7 +114,7 @@ def test_vocabulary_covers_every_character_in_a_fixed_order() -> None:
 )  # fmt: skip
 def test_bad_split_settings_raise_keyed_errors(seed: object, fraction: object, name: str) -> None:
     with pytest.raises(ParameterError) as err:
-        generate(seed, fraction)
+        split_corpus(seed, fraction)
     assert err.value.key == "corpus_setting_range" and err.value.values["name"] == name
 
 

@@ -17,7 +17,7 @@ import torch
 from tinyformer.attention import multi_head_attention, scaled_dot_product_attention
 from tinyformer.errors import TinyformerError
 from tinyformer.ffn import feed_forward, swiglu
-from tinyformer.kv_cache import gqa_saving
+from tinyformer.lessons.kv_cache import gqa_saving
 from tinyformer.masks import causal_mask, combine, padding_mask
 from tinyformer.model import TinyDecoder
 from tinyformer.moe import param_counts

@@ -6,14 +6,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinyformer.decoding import (
+from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.lessons.decoding import (
     MAX_NEW_TOKENS,
     generate,
     shared_start,
     tied_logits,
     tied_sizes,
 )
-from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.model import DecoderConfig, TinyDecoder
 from tinyformer.sampling import next_token_probs
 

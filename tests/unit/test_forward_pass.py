@@ -1,4 +1,4 @@
-"""tinyformer.forward_pass: the forward pass as ordered steps, each cell's operands
+"""tinyformer.lessons.forward_pass: the forward pass as ordered steps, each cell's operands
 recomputed with PyTorch's own functions, and the typed ID list."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from tinyformer.errors import TinyformerError
-from tinyformer.forward_pass import (
+from tinyformer.lessons.example import RUNNING_EXAMPLE
+from tinyformer.lessons.example import TWIN as TWIN_QUESTION
+from tinyformer.lessons.forward_pass import (
     ARTICLE_IDS,
     BLOCK_STEPS,
     HEAD_STEPS,
@@ -23,8 +25,8 @@ from tinyformer.forward_pass import (
     seeded_run,
     trained_run,
 )
+from tinyformer.lessons.train import load_model
 from tinyformer.model import TinyDecoder
-from tinyformer.train import load_model
 
 IDS = list(ARTICLE_IDS)
 
@@ -179,7 +181,7 @@ def test_the_mask_leaves_one_blocks_prediction_alone_but_not_two_blocks() -> Non
 
 # --- One run for a page, and the trained model's run ----------------------------------
 
-RUNNING, TWIN = "商品有质量问题，运费谁承担？", "无理由退货，运费谁承担？"
+RUNNING, TWIN = RUNNING_EXAMPLE, TWIN_QUESTION
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +199,19 @@ def test_forward_run_bundles_the_trace_and_its_steps() -> None:
     torch.testing.assert_close(run.attention, trace.attention_weights[0])
     assert run.ids == tuple(IDS) and run.names == tuple(str(i) for i in range(50))
     assert run.grid == 10  # 50 IDs drawn 10 to a row
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [({"width": 10**6, "heads": 1}, "size_too_large"),
+     ({"vocab": 65_536, "width": 1_024}, "model_too_large"),
+     ({"dropout": 0.1}, "config_unknown_field")],
+)
+def test_a_random_run_beyond_the_classroom_limits_is_refused(settings, key) -> None:
+    """Refused before any weight is drawn (a million-wide table would not fit)."""
+    with pytest.raises(TinyformerError) as err:
+        seeded_run(7, IDS, **settings)
+    assert err.value.key == key
 
 
 @pytest.mark.parametrize(("vocab", "grid"), [(50, 10), (115, 5), (7, 7), (13, 1), (64, 8)])

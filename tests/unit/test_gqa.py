@@ -9,9 +9,9 @@ import torch.nn.functional as F
 
 from tinyformer.attention import multi_head_attention
 from tinyformer.errors import ShapeError
-from tinyformer.gqa import grouped_query_attention, kv_columns
+from tinyformer.lessons.gqa import grouped_query_attention, kv_columns
+from tinyformer.lessons.projection import random_mha_setup
 from tinyformer.masks import causal_mask
-from tinyformer.projection import random_mha_setup
 
 
 def example(seed: int = 0, n: int = 6, width: int = 8) -> tuple[torch.Tensor, ...]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tinyformer.attention import multi_head_attention
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.kv_cache import (
+from tinyformer.lessons.kv_cache import (
     GIB,
     PRESETS,
     attention_kind,

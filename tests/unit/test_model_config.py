@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.model import MAX_PARAMETERS, MAX_SIZES, DecoderConfig, TinyDecoder
+from tinyformer.lessons.limits import MAX_PARAMETERS, MAX_SIZES, check_classroom
+from tinyformer.model import DecoderConfig, TinyDecoder, check_limits
 
 
 def test_defaults_are_the_articles_settings() -> None:
@@ -71,9 +72,6 @@ def test_to_dict_round_trips_through_json() -> None:
         ({"layers": 0}, ParameterError, "size_not_positive"),
         ({"width": 8.0}, ParameterError, "size_not_integer"),
         ({"layers": True}, ParameterError, "size_not_integer"),
-        ({"vocab": MAX_SIZES["vocab"] + 1}, ParameterError, "size_too_large"),
-        ({"layers": MAX_SIZES["layers"] + 1}, ParameterError, "size_too_large"),
-        ({"vocab": 65_536, "width": 1_024}, ParameterError, "model_too_large"),
         ({"width": 8, "heads": 3}, ShapeError, "width_not_divisible"),
         ({"causal": "no"}, ParameterError, "flag_not_bool"),
         ({"attn_bias": 1}, ParameterError, "flag_not_bool"),
@@ -93,8 +91,47 @@ def test_size_errors_name_the_setting() -> None:
         DecoderConfig(max_length=0)
     assert err.value.values == {"name": "max_length", "value": 0}
     with pytest.raises(ParameterError) as err:
-        DecoderConfig(vocab=65_536, width=1_024)
+        check_classroom(DecoderConfig(vocab=65_536, width=1_024))
     assert err.value.values["count"] > MAX_PARAMETERS
+
+
+@pytest.mark.parametrize(
+    ("fields", "key"),
+    [
+        ({"vocab": MAX_SIZES["vocab"] + 1}, "size_too_large"),
+        ({"layers": MAX_SIZES["layers"] + 1}, "size_too_large"),
+        ({"width": 10**6, "heads": 1}, "size_too_large"),
+        ({"vocab": 65_536, "width": 1_024}, "model_too_large"),
+    ],
+)
+def test_the_classroom_refuses_models_beyond_its_limits(fields: dict, key: str) -> None:
+    """The model only checks that a config is well formed (building one this large is
+    the caller's choice); the classroom's limits (lessons.limits) refuse it."""
+    config = DecoderConfig(**fields)  # well formed: no error, and no weights drawn
+    with pytest.raises(ParameterError) as err:
+        check_classroom(config)
+    assert err.value.key == key
+
+
+def test_the_classroom_accepts_models_within_its_limits() -> None:
+    largest = DecoderConfig(**{**MAX_SIZES, "vocab": 1_000, "width": 256, "layers": 4})
+    assert check_classroom(largest) is largest
+    assert check_classroom(DecoderConfig()) == DecoderConfig()
+
+
+def test_check_limits_takes_the_callers_limits() -> None:
+    config = DecoderConfig(width=16, layers=3)
+    assert check_limits(config, {"width": 16, "layers": 3}, config.parameter_count) is config
+    with pytest.raises(ParameterError) as err:
+        check_limits(config, {"layers": 2})
+    assert err.value.key == "size_too_large"
+    assert err.value.values == {"name": "layers", "value": 3, "limit": 2}
+    with pytest.raises(ParameterError) as err:
+        check_limits(config, {}, config.parameter_count - 1)
+    assert err.value.key == "model_too_large"
+    with pytest.raises(ParameterError) as err:
+        check_limits(config, {"dropout": 1})
+    assert err.value.key == "config_unknown_field"
 
 
 def test_unknown_fields_and_wrong_config_types_are_errors() -> None:

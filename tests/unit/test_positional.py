@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.lessons.word_order import compare_orders, shuffles
 from tinyformer.positional import (
     compare_pairings,
     half_order,
@@ -27,7 +28,6 @@ from tinyformer.positional import (
     sinusoidal_row,
     within_turn,
 )
-from tinyformer.word_order import compare_orders, shuffles
 
 PROPERTY = settings(max_examples=50, deadline=None)
 

@@ -1,4 +1,4 @@
-"""tinyformer.projection: Q = X W_q, K = X W_k, V = X W_v, and the X-itself variant."""
+"""tinyformer.lessons.projection: Q = X W_q, K = X W_k, V = X W_v, and the X-itself variant."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.projection import (
+from tinyformer.lessons.projection import (
     identity_qkv,
     in_context,
     most_asymmetric_pair,
@@ -161,7 +161,7 @@ def test_random_weights_keep_projections_near_unit_size() -> None:
 
 
 def test_random_mha_setup_is_seeded_and_scaled():
-    from tinyformer.projection import random_mha_setup
+    from tinyformer.lessons.projection import random_mha_setup
 
     first = random_mha_setup(6, 8, torch.Generator().manual_seed(7))
     again = random_mha_setup(6, 8, torch.Generator().manual_seed(7))

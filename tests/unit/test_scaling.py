@@ -1,4 +1,4 @@
-"""tinyformer.scaling: the hand example and the d_k experiment, against NumPy/PyTorch."""
+"""tinyformer.lessons.scaling: the hand example and the d_k experiment, against NumPy/PyTorch."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tinyformer.attention import scaled_dot_product_attention
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.scaling import (
+from tinyformer.lessons.scaling import (
     SATURATED,
     hand_scores,
     histogram,

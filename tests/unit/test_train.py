@@ -11,24 +11,30 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinyformer.corpus import Corpus, generate, vocabulary
 from tinyformer.errors import ParameterError
-from tinyformer.train import (
+from tinyformer.lessons import train as train_module
+from tinyformer.lessons.corpus import Corpus, split_corpus, vocabulary
+from tinyformer.lessons.train import (
     CONFIG_FILE,
     DEFAULT_SETTINGS,
     IGNORE,
     SETTING_BOUNDS,
+    VERIFY_ATOL,
+    VERIFY_RTOL,
     WEIGHTS_FILE,
     TrainSettings,
     as_trained,
     build_model,
     check_settings,
+    compare_runs,
     encode_examples,
     evaluate,
     greedy_answers,
-    heldout_losses,
     load_model,
+    main,
+    mean_losses,
     payer_named,
+    run_metrics,
     save_model,
     starting_loss,
     train,
@@ -41,7 +47,7 @@ TINY = TrainSettings(layers=2, width=16, heads=2, steps=6, learning_rate=1e-2, b
 @pytest.fixture(scope="module")
 def small_corpus() -> Corpus:
     """A slice of the real split keeps the held-out evaluation quick."""
-    split = generate()
+    split = split_corpus()
     return Corpus(split.seed, split.heldout_fraction, split.train, split.heldout[:40])
 
 
@@ -98,14 +104,14 @@ def test_the_reported_losses_are_cross_entropies(tiny_result, small_corpus) -> N
     flat = F.cross_entropy(logits.flatten(0, 1), data.targets.flatten(), ignore_index=IGNORE)
     answer_targets = data.targets.masked_fill(~data.answer, IGNORE)
     answer = F.cross_entropy(logits.flatten(0, 1), answer_targets.flatten(), ignore_index=IGNORE)
-    total, answer_only = heldout_losses(tiny_result.model, data)
+    total, answer_only = mean_losses(tiny_result.model, data)
     assert total == pytest.approx(float(flat), rel=1e-5)
     assert answer_only == pytest.approx(float(answer), rel=1e-5)
     assert tiny_result.history[-1].heldout_loss == pytest.approx(total, rel=1e-5)
 
 
 def test_targets_are_the_next_characters_and_the_answer_mask_covers_the_answer() -> None:
-    examples = generate().heldout[:3]
+    examples = split_corpus().heldout[:3]
     vocab = vocabulary()
     data = encode_examples(examples, vocab)
     for row, ex in enumerate(examples):
@@ -118,7 +124,7 @@ def test_targets_are_the_next_characters_and_the_answer_mask_covers_the_answer()
 
 def test_greedy_answers_match_a_step_by_step_argmax(tiny_result) -> None:
     model, vocab = tiny_result.model, tiny_result.vocab
-    questions = [ex.question for ex in generate().heldout[:4]]
+    questions = [ex.question for ex in split_corpus().heldout[:4]]
     batched = greedy_answers(model, vocab, questions, n_new=3)
     for question, answer in zip(questions, batched, strict=True):
         ids = list(vocab.encode(question).ids)
@@ -270,7 +276,7 @@ def test_loading_checks_the_files(tiny_result, tmp_path: Path) -> None:
 
 def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_path) -> None:
     save_model(tiny_result, tmp_path)
-    other = train(replace(TINY, steps=1, width=8), corpus=generate())
+    other = train(replace(TINY, steps=1, width=8), corpus=split_corpus())
     save_model(other, tmp_path / "other")
     (tmp_path / WEIGHTS_FILE).write_bytes((tmp_path / "other" / WEIGHTS_FILE).read_bytes())
     config_path = tmp_path / CONFIG_FILE
@@ -282,3 +288,84 @@ def test_loading_refuses_weights_that_do_not_fit_the_config(tiny_result, tmp_pat
     with pytest.raises(ParameterError) as err:
         load_model(tmp_path)
     assert err.value.key == "trained_model_invalid"
+
+
+# --- --verify: a retrained run against the shipped one ----------------------------------
+
+
+def test_verify_tolerance_is_assert_close_like() -> None:
+    assert VERIFY_ATOL == 1e-4 and VERIFY_RTOL == 1e-4
+
+
+def test_compare_runs_accepts_float_rounding_with_the_same_counts(tiny_result) -> None:
+    weights = tiny_result.model.state_dict()
+    metrics = run_metrics(tiny_result.heldout)
+    ev = tiny_result.heldout
+    assert metrics == {"n": ev.n, "correct": ev.correct, "exact": ev.exact}
+    same = compare_runs(weights, weights, metrics, {**metrics, "accuracy": ev.accuracy})
+    assert same.ok and same.max_abs_diff == 0.0
+    # 5.9e-6: the difference seen between the shipped weights and a retrain elsewhere
+    nudged = {name: w + 5.9e-6 for name, w in weights.items()}
+    close = compare_runs(nudged, weights, metrics, metrics)
+    assert close.ok and close.weights_close and close.metrics == ()
+    assert close.max_abs_diff == pytest.approx(5.9e-6, rel=0.05)
+    assert close.summary().startswith("matches the shipped model")
+
+
+def test_compare_runs_refuses_weights_beyond_the_tolerance(tiny_result) -> None:
+    weights = tiny_result.model.state_dict()
+    metrics = run_metrics(tiny_result.heldout)
+    name = sorted(weights)[0]
+    far = {**weights, name: weights[name] + 1e-3}
+    result = compare_runs(far, weights, metrics, metrics)
+    assert not result.ok and not result.weights_close and result.far == (name,)
+    assert result.max_abs_diff == pytest.approx(1e-3, rel=0.01)
+    assert result.summary().startswith("DIFFERENT") and name in result.summary()
+    # atol + rtol * |saved|: a large weight may move further than a small one
+    big = {"w": torch.tensor([1000.0], dtype=torch.float64)}
+    assert compare_runs({"w": big["w"] + 0.09}, big, {}, {}).ok  # 0.09 <= 1e-4 + 0.1
+    assert not compare_runs({"w": big["w"] + 0.2}, big, {}, {}).ok
+    nan = {"w": torch.tensor([float("nan")])}
+    assert not compare_runs(nan, nan, {}, {}).ok  # NaN is never close
+
+
+def test_compare_runs_wants_the_same_names_and_shapes(tiny_result) -> None:
+    weights = tiny_result.model.state_dict()
+    name = sorted(weights)[0]
+    fewer = {k: v for k, v in weights.items() if k != name}
+    assert compare_runs(fewer, weights, {}, {}).missing == (name,)
+    assert compare_runs(weights, fewer, {}, {}).missing == (name,)
+    cut = {**weights, name: weights[name].flatten()[:1]}
+    result = compare_runs(cut, weights, {}, {})
+    assert result.mismatched == (name,) and not result.ok
+    double = {**weights, name: weights[name].double()}
+    assert compare_runs(double, weights, {}, {}).mismatched == (name,)
+
+
+def test_compare_runs_wants_the_reported_counts_exactly(tiny_result) -> None:
+    weights = tiny_result.model.state_dict()
+    metrics = run_metrics(tiny_result.heldout)
+    saved = {**metrics, "correct": metrics["correct"] + 1}
+    result = compare_runs(weights, weights, metrics, saved)
+    assert result.weights_close and not result.ok
+    assert result.metrics == (("correct", metrics["correct"], metrics["correct"] + 1),)
+    assert "correct" in result.summary()
+    unrecorded = {k: v for k, v in metrics.items() if k != "exact"}
+    assert compare_runs(weights, weights, metrics, unrecorded).metrics == (
+        ("exact", metrics["exact"], None),
+    )
+
+
+def test_verify_command_compares_with_the_saved_model(tiny_result, tmp_path, monkeypatch,
+                                                      capsys) -> None:
+    """main --verify without a full retrain: train() returns the tiny run."""
+    monkeypatch.setattr(train_module, "train", lambda *args, **kwargs: tiny_result)
+    save_model(tiny_result, tmp_path)
+    assert main(["--verify", "--out", str(tmp_path)]) == 0
+    assert "matches the shipped model" in capsys.readouterr().out
+    config_path = tmp_path / CONFIG_FILE
+    config = json.loads(config_path.read_text("utf-8"))
+    config["heldout"]["exact"] += 1  # the recorded counts no longer match the run
+    config_path.write_text(json.dumps(config), "utf-8")
+    assert main(["--verify", "--out", str(tmp_path)]) == 1
+    assert "DIFFERENT" in capsys.readouterr().out

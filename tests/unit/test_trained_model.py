@@ -1,14 +1,15 @@
-"""The shipped model (assets/model/): its held-out accuracy, and the inspection probe."""
+"""The shipped model (package data: tinyformer/lessons/data/model/): its held-out accuracy,
+and the inspection probe."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tinyformer.corpus import RUNNING_EXAMPLE, TWIN, find_question, generate, vocabulary
 from tinyformer.errors import ParameterError
-from tinyformer.probe import Shares, max_question_length, probe
-from tinyformer.train import (
+from tinyformer.lessons.corpus import RUNNING_EXAMPLE, TWIN, find_question, split_corpus, vocabulary
+from tinyformer.lessons.probe import Shares, max_question_length, probe
+from tinyformer.lessons.train import (
     CONFIG_FILE,
     DEFAULT_SETTINGS,
     MODEL_DIR,
@@ -41,7 +42,7 @@ def test_shipped_files_are_small_and_safetensors() -> None:
 
 
 def test_shipped_model_is_the_default_training(shipped) -> None:
-    """So that `python -m tinyformer.train` (the defaults) reproduces it."""
+    """So that `python -m tinyformer.lessons.train` (the defaults) reproduces it."""
     assert shipped.settings == DEFAULT_SETTINGS
     assert shipped.vocab == vocabulary()
     assert shipped.model.layers >= 2  # several blocks
@@ -49,7 +50,7 @@ def test_shipped_model_is_the_default_training(shipped) -> None:
 
 def test_shipped_model_answers_heldout_questions(shipped) -> None:
     """Right = the greedy continuation after the question starts with the right payer."""
-    heldout = generate().heldout
+    heldout = split_corpus().heldout
     ev = evaluate(shipped.model, shipped.vocab, heldout)
     assert ev.n == len(heldout) > 400
     assert ev.accuracy >= 0.95, ev.wrong[:10]

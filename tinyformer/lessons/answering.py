@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tinyformer.corpus import ANSWER, PAYER_WORDS, Example, Payer
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.corpus import ANSWER, PAYER_WORDS, Example, Payer
 from tinyformer.model import TinyDecoder
 from tinyformer.tokenizer import CharVocab
 

@@ -1,7 +1,9 @@
 """Writing an answer token by token, with and without a K/V cache, and the work each way.
 
-Each step runs the model, reads the last position's logits and appends the most
-probable token (greedy). A step can run in two ways:
+``greedy_run`` is a greedy continuation that keeps every step's trace and counted work,
+for the generation page (the generation loop with temperature, top-k and top-p is
+tinyformer.lessons.decoding.generate). Each step runs the model, reads the last
+position's logits and appends the most probable token. A step can run in two ways:
 - with the cache: step 1 reads the whole prompt in one pass (the prefill) and keeps
   every block's K and V; each later step feeds only the newest token, whose query
   reads the cached rows plus its own new row, so K and V grow by one row a step;
@@ -28,11 +30,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.probe import check_question
+from tinyformer.lessons.train import TrainedModel
 from tinyformer.model import DecoderTrace, KVCache, TinyDecoder
-from tinyformer.probe import check_question
-from tinyformer.train import TrainedModel
 
-MAX_NEW_TOKENS = 12  # bounds a classroom request; every corpus question fits 12 more
+MAX_GREEDY_TOKENS = 12  # bounds a classroom request; every corpus question fits 12 more
 
 
 class Work(NamedTuple):
@@ -44,7 +46,7 @@ class Work(NamedTuple):
 
 
 @dataclass(frozen=True)
-class GenerationStep:
+class GreedyStep:
     index: int  # 1-based: step k predicts the k-th new token
     fed: tuple[int, ...]  # ids run through the model in this step
     past: int  # P: positions whose K and V were read from the cache (0 without one)
@@ -56,10 +58,10 @@ class GenerationStep:
 
 
 @dataclass(frozen=True)
-class Generation:
+class GreedyRun:
     prompt: tuple[int, ...]
     cached: bool
-    steps: tuple[GenerationStep, ...]
+    steps: tuple[GreedyStep, ...]
 
     @property
     def new_ids(self) -> tuple[int, ...]:
@@ -77,8 +79,8 @@ class Generation:
 
 @dataclass(frozen=True)
 class CacheComparison:
-    cached: Generation
-    recomputed: Generation
+    cached: GreedyRun
+    recomputed: GreedyRun
     logit_gaps: tuple[float, ...]  # per step: largest |logit with cache - without|
     kv_gaps: tuple[float, ...]  # per step: largest |cached K or V row - recomputed row|
 
@@ -87,13 +89,13 @@ class CacheComparison:
         return self.cached.new_ids == self.recomputed.new_ids
 
 
-def generate(
+def greedy_run(
     model: TinyDecoder, prompt: Sequence[int], n_new: int, *, use_cache: bool = True
-) -> Generation:
+) -> GreedyRun:
     """Greedy continuation of `prompt` by n_new tokens, every step's trace and work kept."""
     sequence = _check(model, prompt, n_new)
     prompt_ids = tuple(sequence)
-    steps: list[GenerationStep] = []
+    steps: list[GreedyStep] = []
     cache: KVCache | None = None
     for index in range(1, n_new + 1):
         fed = sequence[-1:] if use_cache and cache is not None else list(sequence)
@@ -106,16 +108,16 @@ def generate(
         kv_rows = sum(b.attention.k.shape[-2] - b.attention.past_length for b in step.trace.blocks)
         work = Work(len(fed), kv_rows, counter.get_total_flops() // 2)  # a multiply-add is 2
         probability = float(torch.softmax(logits, dim=-1)[chosen])
-        steps.append(GenerationStep(index, tuple(fed), past, step.trace, logits, chosen,
+        steps.append(GreedyStep(index, tuple(fed), past, step.trace, logits, chosen,
                                     probability, work))
         sequence.append(chosen)
-    return Generation(prompt_ids, use_cache, tuple(steps))
+    return GreedyRun(prompt_ids, use_cache, tuple(steps))
 
 
 def compare_cache(model: TinyDecoder, prompt: Sequence[int], n_new: int) -> CacheComparison:
     """The same greedy generation with and without the cache, step beside step."""
-    cached = generate(model, prompt, n_new, use_cache=True)
-    recomputed = generate(model, prompt, n_new, use_cache=False)
+    cached = greedy_run(model, prompt, n_new, use_cache=True)
+    recomputed = greedy_run(model, prompt, n_new, use_cache=False)
     logit_gaps, kv_gaps = [], []
     for a, b in zip(cached.steps, recomputed.steps, strict=True):
         logit_gaps.append(float((a.logits - b.logits).abs().max()))
@@ -128,7 +130,7 @@ def compare_cache(model: TinyDecoder, prompt: Sequence[int], n_new: int) -> Cach
 
 
 def question_prompt(trained: TrainedModel, question: str) -> tuple[int, ...]:
-    """A question's ids, after tinyformer.probe's checks (empty, too long, a character
+    """A question's ids, after tinyformer.lessons.probe's checks (empty, too long, a character
     never seen, not one of the corpus's questions): a keyed error rather than a guess."""
     if not isinstance(question, str):
         raise ParameterError("trained_question_type", "the question must be text")
@@ -138,13 +140,14 @@ def question_prompt(trained: TrainedModel, question: str) -> tuple[int, ...]:
 
 
 def _check(model: TinyDecoder, prompt: Sequence[int], n_new: int) -> list[int]:
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or not 1 <= n_new <= MAX_NEW_TOKENS:
+    if isinstance(n_new, bool) or not isinstance(n_new, int) or \
+            not 1 <= n_new <= MAX_GREEDY_TOKENS:
         raise ParameterError(
             "generate_new_tokens",
-            f"the number of new tokens must be a whole number from 1 to {MAX_NEW_TOKENS}, "
+            f"the number of new tokens must be a whole number from 1 to {MAX_GREEDY_TOKENS}, "
             f"got {n_new!r}",
             value=str(n_new),
-            limit=MAX_NEW_TOKENS,
+            limit=MAX_GREEDY_TOKENS,
         )
     sequence = [int(i) for i in prompt]
     if not sequence:

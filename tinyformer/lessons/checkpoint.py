@@ -1,5 +1,8 @@
 """The trained model on disk: safetensors weights plus a JSON config (nothing is ever
-unpickled), checked on loading against their sizes, their hash and the model's shape."""
+unpickled), checked on loading against their sizes, their hash and the model's shape.
+
+The shipped model is package data (tinyformer/lessons/data/model/), found next to this
+module wherever the package is installed, not relative to a checkout."""
 
 from __future__ import annotations
 
@@ -13,14 +16,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.limits import check_classroom
+from tinyformer.lessons.train_settings import MAX_LENGTH, TrainSettings, check_settings
 from tinyformer.model import DecoderConfig, TinyDecoder
 from tinyformer.tokenizer import CharVocab
-from tinyformer.train_settings import MAX_LENGTH, TrainSettings, check_settings
 
 if TYPE_CHECKING:
-    from tinyformer.train import TrainResult
+    from tinyformer.lessons.train import TrainResult
 
-MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "model"
+MODEL_DIR = Path(__file__).resolve().parent / "data" / "model"  # the shipped model
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 FORMAT = "tinyformer-trained-v1"
@@ -111,7 +115,7 @@ def load_model(directory: Path = MODEL_DIR) -> TrainedModel:
 def _read_config(path: Path) -> dict[str, Any]:
     try:
         config = json.loads(path.read_text("utf-8"))
-        sizes = DecoderConfig.from_dict(config["model"])  # checks names, types and bounds
+        sizes = check_classroom(DecoderConfig.from_dict(config["model"]))  # names, types, bounds
         settings = check_settings(TrainSettings(**config["settings"]))
         tokens = config["vocab_tokens"]
         ok = (

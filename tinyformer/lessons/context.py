@@ -20,7 +20,7 @@ stands for 运费) through the trained model in two questions: its token row, it
 position row, the block input, and after each block what attention added and the
 block's output; and, from every block and head, its attention row with the share that
 lands on the reason's characters, the item's and the rest (the spans of
-tinyformer.probe). Shares say where a head read, not why the model answers.
+tinyformer.lessons.probe). Shares say where a head read, not why the model answers.
 
 Shape letters: V vocabulary, N positions, d width (w in the trained model), L blocks,
 H heads.
@@ -35,10 +35,10 @@ import torch
 
 from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.probe import PayerProbs, Shares, probe, row_shares
+from tinyformer.lessons.projection import random_setup
+from tinyformer.lessons.train import TrainedModel
 from tinyformer.masks import causal_mask
-from tinyformer.probe import PayerProbs, Shares, probe, row_shares
-from tinyformer.projection import random_setup
-from tinyformer.train import TrainedModel
 
 MAX_WIDTH = 16  # bounds the width a learner can ask for
 MAX_WORDS = 32  # bounds each sentence
@@ -174,7 +174,7 @@ class TrainedReading:
     weights: torch.Tensor  # [L * H, N] its attention rows (0 after `at`)
     shares: tuple[Shares, ...]  # [L * H] each row's weight on reason, item and the rest
     even: Shares  # what an even spread over the at + 1 readable positions would give
-    answer_probs: PayerProbs  # P(商), P(买) at the answering position (tinyformer.probe)
+    answer_probs: PayerProbs  # P(商), P(买) at the answering position (tinyformer.lessons.probe)
 
     @property
     def reason_text(self) -> str:
@@ -208,7 +208,7 @@ class TrainedComparison:
 def compare_trained(trained: TrainedModel, question_a: str, question_b: str,
                     char: str) -> TrainedComparison:
     """Follow `char` through the trained model in both questions (each one of the
-    corpus's questions: tinyformer.probe refuses the others with a keyed error)."""
+    corpus's questions: tinyformer.lessons.probe refuses the others with a keyed error)."""
     a, b = (_trained_reading(trained, q, char) for q in (question_a, question_b))
     gaps = (a.rows - b.rows).abs()  # [S, w]
     layers = len(trained.model.blocks)

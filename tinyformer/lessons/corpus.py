@@ -4,14 +4,15 @@ Every question is a phrasing (a template) filled with an item and a reason; the 
 names the payer: the merchant (商家) when the goods are at fault (质量问题, 破损, ...),
 the buyer (买家) when the buyer changed their mind (无理由退货, 拍错了, ...). The
 running example 「商品有质量问题，运费谁承担？」 and its twin 「无理由退货，运费谁承担？」
-are two of these questions (the twin's phrasing names no item).
+are two of these questions (the twin's phrasing names no item; both are defined once, in
+tinyformer.lessons.example).
 
 Each (item, reason, phrasing) combination gives exactly one question, so the corpus is
-the finite list of all combinations; a seed decides which of them are held out. The
-held-out questions combine words the model has seen, never in that combination: they
-measure whether it learned the rule (the reason decides the payer) rather than the
-sentences. The running example and its twin are always held out, so the model answers
-them from what it learned, not from memory.
+the finite list of all combinations (``all_examples``); a seed decides which of them are
+held out (``split_corpus``). The held-out questions combine words the model has seen,
+never in that combination: they measure whether it learned the rule (the reason decides
+the payer) rather than the sentences. The running example and its twin are always held
+out, so the model answers them from what it learned, not from memory.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from functools import cache
 from typing import Literal
 
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.tokenizer import CharVocab
 
 Payer = Literal["merchant", "buyer"]
@@ -51,8 +53,6 @@ PHRASINGS: tuple[str, ...] = (
 )
 ANSWER = "{payer}承担。"  # the payer's word comes first: the answering position predicts it
 
-RUNNING_EXAMPLE = "商品有质量问题，运费谁承担？"
-TWIN = "无理由退货，运费谁承担？"
 ALWAYS_HELD_OUT: tuple[str, ...] = (RUNNING_EXAMPLE, TWIN)
 
 DEFAULT_SEED = 0
@@ -169,7 +169,7 @@ def vocabulary() -> CharVocab:
 
 
 @cache
-def generate(
+def split_corpus(
     seed: int = DEFAULT_SEED, heldout_fraction: float = DEFAULT_HELDOUT_FRACTION
 ) -> Corpus:
     """Split every combination into training and held-out examples, reproducibly.

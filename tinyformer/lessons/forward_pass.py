@@ -22,16 +22,18 @@ import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
 from tinyformer.attention import merge_heads
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.model import BlockTrace, DecoderTrace, TinyDecoder
+from tinyformer.lessons.limits import check_classroom
+from tinyformer.lessons.probe import check_question
+from tinyformer.lessons.train import TrainedModel, load_model
+from tinyformer.model import BlockTrace, DecoderConfig, DecoderTrace, TinyDecoder
 from tinyformer.norm import LayerNormTrace
-from tinyformer.probe import check_question
-from tinyformer.train import TrainedModel, load_model
 
 ARTICLE_IDS = (3, 8, 12, 5, 17, 42, 23, 6)  # the source article's input
 _ID_SPLIT = re.compile(r"[,，、;；\s]+")
@@ -281,16 +283,18 @@ def forward_run(model: TinyDecoder, ids: Sequence[int],
                       names, trace.attention_weights[0].detach().cpu(), tuple(trace.top(10)))
 
 
-def seeded_run(seed: int, ids: Sequence[int], device: str = "cpu", **settings) -> ForwardRun:
+def seeded_run(seed: int, ids: Sequence[int], device: str = "cpu", **settings: Any) -> ForwardRun:
     """TinyDecoder.seeded(seed, **settings) (weights drawn on the CPU, then moved to
-    ``device``) over ``ids``."""
-    return forward_run(TinyDecoder.seeded(seed, device=device, **settings), ids)
+    ``device``) over ``ids``; settings beyond the classroom's limits (lessons.limits)
+    are refused before any weight is drawn."""
+    config = check_classroom(DecoderConfig.from_dict(settings))
+    return forward_run(TinyDecoder.seeded(seed, config, device=device), ids)
 
 
 def trained_run(question: str, device: str = "cpu",
                 trained: TrainedModel | None = None) -> ForwardRun:
     """The trained model's forward pass over one of the corpus's questions, its IDs named
-    by their characters (default: the shipped model, assets/model). The model is copied
+    by their characters (default: the shipped model, lessons/data/model). The model is copied
     to ``device``, so the one passed in stays where it is."""
     trained = trained or load_model()
     check_question(trained, question)  # empty, too long, unknown characters: keyed errors

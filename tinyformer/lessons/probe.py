@@ -25,9 +25,9 @@ from typing import NamedTuple
 
 import torch
 
-from tinyformer.corpus import PAYER_WORDS, Example, Payer, find_question
 from tinyformer.errors import ParameterError
-from tinyformer.train import ANSWER_LENGTH, TrainedModel, greedy_answers, payer_named
+from tinyformer.lessons.corpus import PAYER_WORDS, Example, Payer, find_question
+from tinyformer.lessons.train import ANSWER_LENGTH, TrainedModel, greedy_answers, payer_named
 
 
 class PayerProbs(NamedTuple):

@@ -23,8 +23,8 @@ import torch
 
 from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
 from tinyformer.errors import ParameterError
+from tinyformer.lessons.projection import random_setup
 from tinyformer.positional import sinusoidal
-from tinyformer.projection import random_setup
 
 MAX_WIDTH = 16
 MAX_WORDS = 6  # 6! = 720 orders at most
