@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from tinyformer.corpus import generate  # noqa: E402
-from tinyformer.train import (  # noqa: E402
+from tinyformer.lessons.corpus import split_corpus  # noqa: E402
+from tinyformer.lessons.train import (  # noqa: E402
     CONFIG_FILE,
     DEFAULT_SETTINGS,
     MODEL_DIR,
@@ -54,8 +54,8 @@ def main() -> None:
     print(f"settings: {settings}")
     print(
         f"torch {torch.__version__}, {os.cpu_count()} CPUs, threads while training: "
-        f"{args.threads}, corpus: {len(generate().train)} train / "
-        f"{len(generate().heldout)} held-out questions"
+        f"{args.threads}, corpus: {len(split_corpus().train)} train / "
+        f"{len(split_corpus().heldout)} held-out questions"
     )
     times, cpu_times, accuracies = [], [], []
     for run in range(1, args.repeats + 1):
@@ -94,7 +94,7 @@ def _shipped() -> None:
         print(f"no shipped model at {MODEL_DIR}")
         return
     shipped = load_model()
-    ev = evaluate(shipped.model, shipped.vocab, generate().heldout)
+    ev = evaluate(shipped.model, shipped.vocab, split_corpus().heldout)
     size = weights.stat().st_size + (MODEL_DIR / CONFIG_FILE).stat().st_size
     print(
         f"shipped model: {weights.stat().st_size:,} bytes of weights, {size:,} bytes with its "

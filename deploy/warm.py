@@ -54,7 +54,7 @@ def import_heavy(modules: Iterable[str] = HEAVY) -> list[str]:
             failed.append(name)
             continue
         if name == "tinyformer":
-            for info in pkgutil.iter_modules(module.__path__, "tinyformer."):
+            for info in pkgutil.walk_packages(module.__path__, "tinyformer."):
                 if info.name.endswith("__main__") or info.name == "tinyformer.lessons.train":
                     continue  # entry points, not libraries
                 try:

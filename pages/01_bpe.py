@@ -4,8 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.bpe import BPEEncoding, hex_bytes, merge_run
-from tinyformer.lessons.bpe_corpus import corpus_bpe
-from tinyformer.lessons.bpe_corpus import corpus_cuts as compare_cuts
+from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_cuts
 from tinyformer.tokenizer import UNK_ID
 from ui.charts import PALETTE, lines, spans
 from ui.example import question_box
@@ -45,7 +44,7 @@ section(t("bpe.cut_title"))
 sentence = question_box("text", t("bpe.text_label", limit=MAX_LEN), MAX_LEN)
 cuts = None
 with shown_errors():
-    cuts = compare_cuts(sentence)
+    cuts = corpus_cuts(sentence)
     chars = cuts.chars
     pieces = cuts.bpe
     st.markdown(t("bpe.cut_lead", v=cuts.char_vocab, n=len(chars.ids), b=cuts.bpe_vocab,

@@ -4,8 +4,12 @@ by one row a step; recomputing everything gives the same logits at a measured co
 import pandas as pd
 import streamlit as st
 
-from tinyformer.lessons.cache_work import MAX_GREEDY_TOKENS as MAX_NEW_TOKENS
-from tinyformer.lessons.cache_work import CacheComparison, compare_cache, question_prompt
+from tinyformer.lessons.cache_work import (
+    MAX_GREEDY_TOKENS,
+    CacheComparison,
+    compare_cache,
+    question_prompt,
+)
 from tinyformer.lessons.train import ANSWER_LENGTH
 from ui import explain
 from ui.charts import lines
@@ -114,7 +118,7 @@ left, right = st.columns([3, 2], vertical_alignment="bottom")
 with left:
     asked = text("q", t("generate.q"), Q1, MAX_CHARS, help=t("generate.q_help"))
 with right:
-    n_new = number("n", t("generate.n"), 1, MAX_NEW_TOKENS, ANSWER_LENGTH, gesture="slider")
+    n_new = number("n", t("generate.n"), 1, MAX_GREEDY_TOKENS, ANSWER_LENGTH, gesture="slider")
 gloss(Q1_WORDS + PAYERS[:2])
 with shown_errors():
     cmp = run(device, asked, n_new)

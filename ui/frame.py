@@ -94,6 +94,7 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     _footer_nav(stage)
+    state.frame_drawn()
     with share_box:  # filled last, so its address has every input of this run
         classroom.share_panel()
     with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):

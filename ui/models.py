@@ -1,11 +1,11 @@
-"""The trained model the app ships (assets/model/), loaded once per process and device
-and shared by every session and page that shows it."""
+"""The trained model the app ships (tinyformer/lessons/data/model/), loaded once per
+process and device and shared by every session and page that shows it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from tinyformer.train import TrainedModel, load_model
+from tinyformer.lessons.train import TrainedModel, load_model
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -66,6 +66,10 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
     @st.fragment
     @wraps(func)
     def run(*args: object, **kwargs: object) -> bool:
+        if state.frame_changed():
+            # The learner switched the language (or presenter view) in the same moment
+            # as an edit here, and only this section was asked to rerun: redraw it all.
+            st.rerun(scope="app")
         state.new_run()  # a matrix box's format note shows in this rerun too
         url_before = dict(state.url_now())
         folded = False

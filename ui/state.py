@@ -50,6 +50,7 @@ _ENTERED = "_entered"  # keys read since the stage was entered
 PRIVATE = "~"  # widget keys that mirror a value: "softmax.kB~0"
 _RUN = "_run"  # counts script runs, for things drawn once per run
 _URL = "_url_now"  # the page's URL parameters as last written, see url_now()
+_FRAME = "_frame_drawn"  # the global values the whole page was last drawn with
 
 
 def enter(stage_id: str) -> None:
@@ -253,6 +254,21 @@ def set_value(key: str, value: Any, default: Any, codec: Codec) -> None:
 def link_params() -> dict[str, str]:
     """What every link between our pages carries: the frame's values now in the URL."""
     return {key: url_now()[key] for key in GLOBAL_KEYS if key in url_now()}
+
+
+def frame_drawn() -> None:
+    """The frame has drawn the page with the global values it has now."""
+    st.session_state[_FRAME] = _frame_values()
+
+
+def frame_changed() -> bool:
+    """Has a global value (language, presenter view, device) changed since the page was
+    last drawn whole? A section's own rerun must then become a whole run."""
+    return st.session_state.get(_FRAME, _frame_values()) != _frame_values()
+
+
+def _frame_values() -> tuple:
+    return tuple(st.session_state.get(key) for key in GLOBAL_KEYS)
 
 
 def once_per_run(name: str) -> bool:

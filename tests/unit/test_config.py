@@ -24,7 +24,7 @@ def options():
         ("server.fileWatcherType", "none"),
         ("browser.gatherUsageStats", False),
         ("client.showErrorDetails", "none"),
-        ("client.showSidebarNavigation", False),
+        ("client.showSidebarNavigation", True),  # it draws the frame's st.navigation
     ],
 )
 def test_server_setting(options, name, value):
