@@ -60,7 +60,7 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
 
 
 def test_every_position_goes_through_the_same_weights(default_page):
-    out = tables(default_page["en"])[-1]  # the output table, one row per position
+    out = tables(default_page[ONE_LANG[0]])[-1]  # the output table, one row per position
     y = F.relu(torch.tensor(X_ROWS) @ torch.tensor(W1)) @ torch.tensor(W2)
     assert [list(map(float, row)) for row in out.values] == y.tolist()
     at = open_page(PAGE)

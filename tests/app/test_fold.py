@@ -90,9 +90,9 @@ def test_stepping_past_the_fold_opens_it() -> None:
     """Multi-head's step-by-step walk has its fold after step 1: "next" to step 2 opens
     the rest of the page, so the step it names is on screen."""
     at = open_page("pages/06_multi_head.py", folded=True)
-    at.button(key="_multihead.hand.step~start").click().run()
+    at.button(key="_multi_head.hand.step~start").click().run()
     assert at.button(key=fold_button("multi_head"))  # step 1 of 3: the fold stays closed
-    at.button(key="_multihead.hand.step~next").click().run()
+    at.button(key="_multi_head.hand.step~next").click().run()
     assert_clean(at)
     assert at.query_params[f"multi_head.{NAME}"] == OPEN
     assert not [b for b in at.button if b.key == fold_button("multi_head")]

@@ -49,7 +49,7 @@ def test_defaults_show_the_worked_numbers(lang: str) -> None:
 def test_edits_change_every_number() -> None:
     at = open_page(PAGE)
     at.number_input("kv_cache.L").set_value(2).run()
-    at.slider("_kvcache.seq~s").set_value(1024).run()
+    at.slider("_kv_cache.seq~s").set_value(1024).run()
     assert_clean(at)
     text = page_text(at)
     assert r"2 \times 8 \times 128 \times 1024 \times 2 \times 2 \\ &= 8{,}388{,}608" in text
@@ -62,12 +62,12 @@ def test_edits_change_every_number() -> None:
 
 def test_presets_fill_the_calculator() -> None:
     at = open_page(PAGE)
-    at.button("_kvcache.preset.Falcon-7B").click().run()
+    at.button("_kv_cache.preset.Falcon-7B").click().run()
     assert_clean(at)
     assert at.number_input("kv_cache.qh").value == 71
     assert metrics(at) == ["64 MiB", "4.438 GiB", "1/71"]  # 71 · 64 MiB = 4.4375 GiB
     assert at.query_params["kv_cache.qh"] == "71"
-    at.button("_kvcache.preset.Llama-2-7B").click().run()
+    at.button("_kv_cache.preset.Llama-2-7B").click().run()
     assert metrics(at) == ["4 GiB", "4 GiB", "1"]
     assert catalogue("en")["kv_cache.saving_mha"].format(q=32, kv=32) in page_text(at)
 
@@ -128,8 +128,8 @@ def test_exercises_in_both_languages(lang: str) -> None:
 
 def test_exercises_come_before_what_answers_them() -> None:
     at = open_page(PAGE)
-    assert "H_{kv}" not in text_above(at, "_kvcache.ex.stored.choice")  # no formula above it
-    above = text_above(at, "_kvcache.ex.longer.value")
+    assert "H_{kv}" not in text_above(at, "_kv_cache.ex.stored.choice")  # no formula above it
+    above = text_above(at, "_kv_cache.ex.longer.value")
     assert LLAMA3 in above  # the calculator is above: 8,192 tokens, one sequence
     assert "2,147,483,648" not in above and "2 GiB" not in above
 

@@ -83,9 +83,9 @@ def test_singular_and_plural(default_page) -> None:
 
 def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
     at, _ = default_page
-    above = text_above(at, "_ngram.ex.trigram.value")
+    above = text_above(at, "_ngrams.ex.trigram.value")
     assert "0.667" not in above and "4/6" not in above and r"\frac{4}{6}" not in above
-    above = text_above(at, "_ngram.ex.pear.choice")
+    above = text_above(at, "_ngrams.ex.pear.choice")
     assert r"\frac{0}{2}" not in above
 
 

@@ -94,7 +94,7 @@ def test_diagram_labels_are_translated() -> None:
 @pytest.mark.parametrize(("edit", "settings"), [
     (lambda at: at.slider("pre_post_norm.blocks").set_value(20), {"blocks": 20}),
     (lambda at: at.button_group("pre_post_norm.norm").set_value("rms"), {"norm": "rms"}),
-    (lambda at: at.number_input("_prepost.scale~n").set_value(5.0), {"scale": 5.0}),
+    (lambda at: at.number_input("_pre_post_norm.scale~n").set_value(5.0), {"scale": 5.0}),
     (lambda at: at.number_input("pre_post_norm.seed").set_value(7), {"seed": 7}),
     (lambda at: at.button_group("pre_post_norm.pos").set_value(0), {"row": 0}),
 ])

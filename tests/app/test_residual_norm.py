@@ -58,7 +58,7 @@ def test_english_view_has_no_untranslated_keys(default_page) -> None:
 
 
 @pytest.mark.parametrize(("edit", "x", "gamma", "beta", "eps"), [
-    (lambda at: at.slider("_residual.x2~1").set_value(4.0), [1, 4], None, None, 1e-5),
+    (lambda at: at.slider("_residual_norm.x2~1").set_value(4.0), [1, 4], None, None, 1e-5),
     (lambda at: at.text_input("residual_norm.g2").input("2, 0.5"), [1, 3], [2, 0.5], None, 1e-5),
     (lambda at: at.text_input("residual_norm.b2").input("0.5, -1"), [1, 3], None, [0.5, -1], 1e-5),
     (lambda at: at.select_slider("residual_norm.eps").set_value(1.0), [1, 3], None, None, 1.0),
@@ -76,7 +76,7 @@ def test_edits_change_both_norms(edit, x, gamma, beta, eps) -> None:
 def test_residual_follows_its_inputs() -> None:
     at = open_page(PAGE)
     at.text_input("residual_norm.x").input("-1, 0.5").run()
-    at.slider("_residual.fx~0").set_value(1.5).run()
+    at.slider("_residual_norm.fx~0").set_value(1.5).run()
     assert col([0.5, 0.3]) in page_text(at)
 
 

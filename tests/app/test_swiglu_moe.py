@@ -66,8 +66,8 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
     assert len(at.info) >= 1  # the random-weights note
 
 
-def test_router_weights_and_outputs_match_the_reference(default_page):
-    at = default_page["en"]
+def test_router_weights_and_outputs_match_the_reference():
+    at = open_page(PAGE)  # in English: the load sentence is read back
     dense, outputs, load = reference()
     weights_table = tables(at)[1]
     assert shown(weights_table) == [[num(v) for v in row] for row in dense.tolist()]
@@ -116,7 +116,7 @@ def test_editing_the_sizes_of_the_count():
 
 def test_the_gate_sliders():
     at = open_page(PAGE)
-    at.slider("_moe.s~s").set_value(0.5).run()
+    at.slider("_swiglu_moe.s~s").set_value(0.5).run()
     text = page_text(at)
     assert r"0.5 \cdot 3 = 1.500" in text
     assert f"SiLU({num(_silu_at(0.5))}) = 0.500" in text

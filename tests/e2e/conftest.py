@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ui.stages import STAGES, Stage
+from ui.stages import HOME, STAGES, Stage
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -234,10 +234,9 @@ class Tab:
 
 
 def url_name(stage: Stage) -> str:
-    """The page's path in the URL: its file name less "NN_" and ".py"; "" is the overview."""
-    if stage.path == "app.py":
-        return ""
-    return Path(stage.path).stem.split("_", 1)[1]
+    """The page's path in the URL: its stage id (st.navigation's url_path); "" is the
+    overview, the default page."""
+    return "" if stage == HOME else stage.id
 
 
 def _deep_link_probe(text: str, url: str) -> bool:

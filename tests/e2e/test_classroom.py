@@ -49,7 +49,7 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
     tab = new_tab()
     page = tab.page
     page.set_viewport_size(PROJECTOR)
-    page.goto(page_url(server, here, "zh") + "&present=1")
+    page.goto(page_url(server, here, "zh") + "&present=true")
     wait_ready(tab, title(here, "zh"))
     expect(page.locator(".st-key-presenter_bar")).to_be_visible()
     expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()  # the projector's width
@@ -59,7 +59,7 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
         wait_ready(tab, title(target, "zh"))
         path, params = where(page.url)
         assert path == url_name(target), (key, page.url)
-        assert params.get("present") == ["1"] and params.get("lang") == ["zh"], page.url
+        assert params.get("present") == ["true"] and params.get("lang") == ["zh"], page.url
         expect(page.locator(".st-key-presenter_bar")).to_be_visible()
     assert page.locator('[data-testid="stException"]').count() == 0
     assert tab.console_errors() == [], tab.console_errors()
