@@ -62,6 +62,9 @@ def resolve_lang() -> str:
     lang = asked if asked in LANGS else kept if kept in LANGS else \
         lang_from_locale(st.context.locale)
     state.set_value(state.LANG, lang, None, _LANG_CODEC)
+    # Sent on every whole run, even unchanged: the browser's address then holds every
+    # value, also those written in a section's rerun that a whole run replaced.
+    st.query_params[state.LANG] = lang
     return lang
 
 
