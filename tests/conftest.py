@@ -5,6 +5,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -27,3 +29,14 @@ def _navigation_from_app_py() -> None:
 
 
 _navigation_from_app_py()
+
+BROWSER_FOLDERS = ("e2e", "proxy")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items) -> None:
+    """Under pytest-xdist (--dist loadgroup) the browser tests run on one worker: they
+    share one app server and one Chromium, started once, instead of one per worker."""
+    for item in items:
+        if Path(item.path).relative_to(ROOT / "tests").parts[0] in BROWSER_FOLDERS:
+            item.add_marker(pytest.mark.xdist_group("browser"))

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import OPEN as FOLD_OPEN
+from ui.i18n import catalogue
 from ui.stages import STAGES, Stage
 
 LANGS = ("zh", "en")
@@ -27,6 +28,7 @@ LANGS = ("zh", "en")
 # Both languages where the language matters: translated messages, the catalogue, the
 # switch, and every page rendering in each (tests/app/test_home.py).
 ONE_LANG = ("zh",)
+WHOLE = {"training"}  # stages short enough to open whole: no fold (ui/fold.py)
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
@@ -130,8 +132,11 @@ def answer(at: AppTest, exercise: str, value: float) -> AppTest:
 
 
 def assert_clean(at: AppTest) -> None:
-    """No exception, no untranslated key, no Python error text."""
+    """No exception (not even one the frame caught and showed as its translated 'this
+    stage failed' message), no Python error text."""
     assert not at.exception, [e.value for e in at.exception]
+    failed = {catalogue(lang)["kit.page_failed"] for lang in LANGS}
+    assert not [e.value for e in at.error if e.value in failed], "the page raised (see log)"
     text = page_text(at)
     for marker in ("Traceback", "Error:"):
         assert marker not in text

@@ -2,7 +2,9 @@
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import APP, assert_clean, open_page
+from tests.app.helpers import APP, WHOLE, assert_clean, fold_button, open_page, page_text
+from ui.fold import NAME as FOLD_NAME
+from ui.fold import OPEN as FOLD_OPEN
 from ui.i18n import catalogue
 from ui.stages import STAGES
 
@@ -83,10 +85,28 @@ def test_navigation_lists_every_stage_in_order_in_translated_sections(each_lang)
 
 
 def test_every_stage_renders_in_both_languages(each_lang):
+    """In Chinese every stage opens as a learner first sees it, with its first part and
+    "Continue" (ui/fold.py), which draws the rest and keeps it open in the URL; in
+    English it opens whole, as a link after Continue does."""
+    texts = catalogue(each_lang)
     for stage in STAGES:
-        at = open_page(stage.path, each_lang)
+        folds = each_lang == "zh" and stage.id not in WHOLE
+        at = open_page(stage.path, each_lang, folded=folds)
         assert_clean(at)
         assert at.title[0].value.startswith(stage.number)
+        if folds:
+            first_part = len(list(at.main))
+            button = at.button(key=fold_button(stage.id))
+            title = texts["kit.fold_continue"].split("{title}")[0]
+            assert button.label.startswith(title), stage.id
+            assert texts["kit.fold_note"] in page_text(at)
+            button.click().run()
+            assert_clean(at)
+            assert at.query_params[f"{stage.id}.{FOLD_NAME}"] == FOLD_OPEN
+            assert not [b for b in at.button if b.key == fold_button(stage.id)], stage.id
+            assert len(list(at.main)) > first_part
+            # The button names the section that starts where the first part ended.
+            assert button.label.removeprefix(title) in page_text(at), stage.id
 
 
 def test_a_link_asking_for_a_gpu_falls_back_to_the_cpu_with_a_note():

@@ -189,7 +189,7 @@ def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab
     nav = tab.page.locator('[data-testid="stSidebarNav"]')
     expect(nav.get_by_text(title(PAGES[0], "en"), exact=True)).to_have_count(1)
     expect(tab.page.locator(".st-key-page_title").get_by_role(
-        "button", name=LANG_NAMES["zh"])).to_have_count(1)
+        "radio", name=LANG_NAMES["zh"])).to_have_count(1)
     assert tab.console_errors() == [], tab.console_errors()
 
 
@@ -250,12 +250,12 @@ def test_language_switch(server: Server, new_tab) -> None:
     switch = tab.page.locator(".st-key-page_title")
 
     for lang, other in (("zh", "en"), ("en", "zh")):
-        switch.get_by_role("button", name=LANG_NAMES[lang]).click()
+        switch.get_by_role("radio", name=LANG_NAMES[lang]).click()
         wait_ready(tab, title(stage, lang))
         expect(heading(tab, title(stage, other))).to_have_count(0)
         nav.get_by_text(catalogue(lang)[f"nav.{section}"], exact=True).wait_for()
         tab.page.wait_for_url(re.compile(rf"[?&]lang={lang}(&|$)"))
-    switch.get_by_role("button", name=LANG_NAMES["zh"]).click()
+    switch.get_by_role("radio", name=LANG_NAMES["zh"]).click()
     wait_ready(tab, title(stage, "zh"))
     nav.get_by_text(title(STAGES[0], "zh"), exact=True).click()
     wait_ready(tab, title(STAGES[0], "zh"))  # Streamlit's own link carries no lang

@@ -62,7 +62,7 @@ def test_a_page_opens_and_an_edit_survives_reruns_on_one_process(class_server,
     # More reruns on the same session: the language there and back.
     switch = tab.page.locator(".st-key-page_title")  # the language, in the title row
     for lang in ("zh", "en"):
-        switch.get_by_role("button", name=LANG_NAMES[lang]).click()
+        switch.get_by_role("radio", name=LANG_NAMES[lang]).click()
         wait_ready(tab, title(stage, lang))
     expect(tab.page.get_by_label(label, exact=True)).to_have_value(after)
 
