@@ -159,6 +159,29 @@ def test_a_heatmap_click_is_explained_and_kept_in_the_url():
     assert at.query_params["softmax.map"] == "1,0"
 
 
+def _blank_cell():
+    from ui.figures import heatmap
+    from ui.frame import around
+
+    with around("softmax"):
+        heatmap([[1, float("nan")]], ["a", "b"], ["r"], key="map", title="T")
+
+
+def test_a_cell_without_a_value_is_blank_on_the_chart_and_in_the_csv():
+    import csv
+    import io
+    import zipfile
+
+    from tests.app.helpers import tables
+    from ui import handout
+
+    at = _run(_blank_cell)
+    assert tables(at)[0].values.tolist() == [["1.000", ""]]
+    files = zipfile.ZipFile(io.BytesIO(handout.tables_zip(at.session_state["_handout"])))
+    [name] = files.namelist()
+    assert list(csv.reader(io.StringIO(files.read(name).decode())))[1] == ["r", "1.000", ""]
+
+
 @pytest.mark.parametrize("cell", ["5,5", "a,b", "1"])
 def test_a_heatmap_link_to_a_missing_cell_is_ignored(cell):
     at = _run(_heatmap, params={"softmax.map": cell})
