@@ -81,15 +81,6 @@ def test_bad_link_values_fall_back_with_a_note(lang):
     assert "[1.340, 1.321]" in page_text(at)
 
 
-def test_bad_input_message_is_translated():
-    at = open_page(PAGE, "zh")
-    at.text_input("hand.q").input("abc").run()
-    assert "不是数字" in at.error[0].value
-    at = open_page(PAGE, "en")
-    at.text_input("hand.q").input("abc").run()
-    assert "is not a number" in at.error[0].value
-
-
 def test_choice_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
     reveal(at, "softmax.kb", 1)
