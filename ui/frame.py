@@ -69,7 +69,9 @@ def resolve_lang() -> str:
 
 
 def _st_page(stage: Stage) -> StreamlitPage:
-    return st.Page(stage.path, title=stage_label(stage), icon=stage.icon,
+    # No icon: a page's icon becomes the browser tab's, fetched from the internet, which
+    # a classroom network may not reach; the tab keeps the app's own icon.
+    return st.Page(stage.path, title=stage_label(stage),
                    url_path=stage.id if stage != HOME else None, default=stage == HOME)
 
 
@@ -97,7 +99,6 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     _footer_nav(stage)
-    state.frame_drawn()
     with share_box:  # filled last, so its address has every input of this run
         classroom.share_panel()
     with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):
@@ -128,6 +129,7 @@ def _set_up(stage: Stage) -> None:
     )
     st.html(_CSS)
     classroom.page_chrome()
+    state.frame_drawn()
 
 
 def _language_switch() -> None:

@@ -50,7 +50,7 @@ _ENTERED = "_entered"  # keys read since the stage was entered
 PRIVATE = "~"  # widget keys that mirror a value: "softmax.kB~0"
 _RUN = "_run"  # counts script runs, for things drawn once per run
 _URL = "_url_now"  # the page's URL parameters as last written, see url_now()
-_FRAME = "_frame_drawn"  # the global values the whole page was last drawn with
+_FRAME = "_frame_drawn"  # the global values of the last whole run
 
 
 def enter(stage_id: str) -> None:
@@ -257,7 +257,7 @@ def link_params() -> dict[str, str]:
 
 
 def frame_drawn() -> None:
-    """The frame has drawn the page with the global values it has now."""
+    """A whole run draws the page with the global values it has now."""
     st.session_state[_FRAME] = _frame_values()
 
 
