@@ -35,8 +35,12 @@ BROWSER_FOLDERS = ("e2e", "proxy")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items) -> None:
-    """Under pytest-xdist (--dist loadgroup) the browser tests run on one worker: they
-    share one app server and one Chromium, started once, instead of one per worker."""
+    """Under pytest-xdist (--dist loadgroup) the browser tests form two groups, each on
+    one worker with its own app server and Chromium: every page in turn
+    (tests/e2e/test_browser.py), and the rest. They wait on the browser more than they
+    compute, so two halves side by side finish sooner than one queue."""
     for item in items:
-        if Path(item.path).relative_to(ROOT / "tests").parts[0] in BROWSER_FOLDERS:
-            item.add_marker(pytest.mark.xdist_group("browser"))
+        path = Path(item.path).relative_to(ROOT / "tests")
+        if path.parts[0] in BROWSER_FOLDERS:
+            group = "browser-pages" if path.name == "test_browser.py" else "browser-rest"
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -41,6 +41,11 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 SCREENSHOTS = ROOT / "screenshots"  # git-ignored
+# Screenshots are for a person to look at. By default each is the first screen, as a
+# learner opens the page; TINYFORMER_SCREENSHOTS=full takes the whole page instead
+# (the viewport grows to the page and every chart reflows: seconds a page).
+FULL_SCREENSHOTS = os.environ.get("TINYFORMER_SCREENSHOTS") == "full"
+MAX_SCREENSHOT_HEIGHT = 20_000  # px; a taller page is cut in its full screenshot
 TIMEOUT_MS = 30_000  # every wait on the page
 START_TIMEOUT_S = 90  # server start
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -51,6 +56,28 @@ RUN_COMMAND = [shutil.which("python3.11") or sys.executable, "dev.py", "run"]
 # Streamlit's frontend, opened on a deep link (/<page>), first probes these two paths
 # under the page's own path and logs a 404 for each. Only these are filtered.
 DEEP_LINK_PROBES = ("_stcore/health", "_stcore/host-config")
+
+
+def screenshot(page, path: Path) -> None:
+    """Save the page for a person to look at (nothing is asserted on the picture)."""
+    path.parent.mkdir(exist_ok=True)
+    if not FULL_SCREENSHOTS:
+        page.screenshot(path=str(path))
+        return
+    # Streamlit scrolls inside its main area, not the document: grow the viewport to the
+    # content's height so that a full-page screenshot holds the whole page.
+    size = page.viewport_size
+    height = page.evaluate(
+        """() => Math.max(...[...document.querySelectorAll(
+                 '[data-testid="stMain"], [data-testid="stSidebarContent"]')]
+                 .map(el => el.scrollHeight), window.innerHeight)""")
+    page.set_viewport_size({"width": size["width"],
+                            "height": min(int(height), MAX_SCREENSHOT_HEIGHT)})
+    try:
+        page.wait_for_timeout(300)  # one layout pass at the new size (charts reflow)
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
 
 
 # --- The browser must be Debian's Chromium ----------------------------------------------

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from ui.i18n import LANG_NAMES, LANGS, catalogue
 from ui.stages import NAV_SECTIONS, STAGES, Stage, all_pages
 
-from .conftest import SCREENSHOTS, TIMEOUT_MS, VIEWPORT, Server, Tab, url_name
+from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, screenshot, url_name
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=TIMEOUT_MS)
@@ -27,7 +27,6 @@ PAGES = all_pages()
 APP = '[data-testid="stApp"]'
 MAIN = '[data-testid="stMain"]'
 IDLE = f'{APP}[data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
-MAX_SCREENSHOT_HEIGHT = 20_000  # px; a page taller than this is cut in its screenshot
 # An untranslated string shows its key ("softmax.title"): any top-level table name of
 # either catalogue followed by a dotted name.
 _TABLES = sorted({key.split(".")[0] for lang in LANGS for key in catalogue(lang)})
@@ -70,7 +69,8 @@ def wait_ready(tab: Tab, text: str | None = None) -> None:
                     .every(chart => chart.querySelector('.main-svg'))""",
         timeout=TIMEOUT_MS,
     )
-    page.wait_for_load_state("networkidle")  # fonts (KaTeX, CJK) and lazy chunks
+    # Fonts (KaTeX, CJK) loaded; lazy chunks are covered by the skeleton check above.
+    page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=TIMEOUT_MS)
     page.wait_for_selector(IDLE, state="attached")
 
 
@@ -90,25 +90,6 @@ def app_text(tab: Tab) -> str:
     return tab.page.locator(APP).inner_text()
 
 
-def full_page_screenshot(tab: Tab, path) -> None:
-    """Streamlit scrolls inside its main area, not the document: grow the viewport to the
-    content's height so a full-page screenshot holds the whole page."""
-    page = tab.page
-    height = page.evaluate(
-        """() => Math.max(...[...document.querySelectorAll(
-                 '[data-testid="stMain"], [data-testid="stSidebarContent"]')]
-                 .map(el => el.scrollHeight), window.innerHeight)"""
-    )
-    page.set_viewport_size({"width": VIEWPORT["width"],
-                            "height": min(int(height), MAX_SCREENSHOT_HEIGHT)})
-    try:
-        page.wait_for_selector(IDLE, state="attached")
-        page.wait_for_timeout(300)  # one layout pass at the new size (charts reflow)
-        page.screenshot(path=str(path), full_page=True)
-    finally:
-        page.set_viewport_size(VIEWPORT)
-
-
 # --- (1) + (5): every page once, clean; screenshot of each ------------------------------
 @pytest.mark.parametrize(("stage", "lang"),
                          [(p, LANGS[i % len(LANGS)]) for i, p in enumerate(PAGES)],
@@ -117,9 +98,7 @@ def test_page_opens_clean(server: Server, new_tab, stage: Stage, lang: str) -> N
     tab = open_ready(server, new_tab, stage, lang)
     continue_to_the_rest(tab, stage, lang)
 
-    shot = SCREENSHOTS / f"{url_name(stage) or 'home'}_{lang}.png"
-    shot.parent.mkdir(exist_ok=True)
-    full_page_screenshot(tab, shot)  # for a person to look at; nothing to assert
+    screenshot(tab.page, SCREENSHOTS / f"{url_name(stage) or 'home'}_{lang}.png")
 
     assert tab.page.locator('[data-testid="stException"]').count() == 0
     text = app_text(tab)

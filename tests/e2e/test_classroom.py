@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from ui.i18n import catalogue
 from ui.stages import STAGES, Stage, all_pages, by_id, neighbours
 
-from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, tab_in, url_name
+from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, screenshot, tab_in, url_name
 from .test_browser import open_ready, page_url, title, wait_for_text, wait_ready
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,6 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 PROJECTOR = {"width": 1280, "height": 720}
 PHONE = {"width": 390, "height": 844}
-MAX_SHOT_HEIGHT = 20_000  # px; a taller page is cut in its screenshot
 # On a phone the closed sidebar sits off the left edge of the screen.
 SIDEBAR_CLOSED = """() => document.querySelector('[data-testid="stSidebar"]')
                         .getBoundingClientRect().right <= 1"""
@@ -66,27 +65,11 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
 
 
 # --- Phones: every page fits 390 px -------------------------------------------------------
-def phone_screenshot(tab: Tab, path) -> None:
-    """The whole page: Streamlit scrolls inside its main area, so the viewport grows to
-    the content's height for the shot, then goes back to the phone's."""
-    page = tab.page
-    height = page.evaluate(
-        """() => Math.max(document.querySelector('[data-testid="stMain"]').scrollHeight,
-                          window.innerHeight)""")
-    page.set_viewport_size({"width": PHONE["width"], "height": min(int(height), MAX_SHOT_HEIGHT)})
-    try:
-        page.wait_for_timeout(300)  # one layout pass at the new size (charts reflow)
-        page.screenshot(path=str(path), full_page=True)
-    finally:
-        page.set_viewport_size(PHONE)
-
-
 def test_every_page_fits_a_phone(server: Server, browser) -> None:
     """One phone for the whole walk: every page in turn, no sideways scrolling."""
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True,
                                   locale="en-US")
     tab = tab_in(context)
-    SCREENSHOTS.mkdir(exist_ok=True)
     too_wide = {}
     try:
         for page in all_pages():
@@ -99,7 +82,7 @@ def test_every_page_fits_a_phone(server: Server, browser) -> None:
                           document.documentElement.clientWidth]""")
             if scroll > client:
                 too_wide[url_name(page) or "home"] = (scroll, client)
-            phone_screenshot(tab, SCREENSHOTS / f"phone_{url_name(page) or 'home'}.png")
+            screenshot(tab.page, SCREENSHOTS / f"phone_{url_name(page) or 'home'}.png")
             assert tab.page.locator('[data-testid="stException"]').count() == 0, page.id
         assert too_wide == {}, f"pages wider than the phone (scrollWidth, clientWidth): {too_wide}"
         assert tab.console_errors() == [], tab.console_errors()
