@@ -1,5 +1,5 @@
 """The running example for the pages (defined once, in tinyformer.lessons.example): the two
-customer-service questions and the word tokens the attention stages use (CURRICULUM.md).
+customer-service questions and the word tokens the attention stages use (docs/curriculum.md).
 
 Stage 1 cuts text into characters; stages 2-6 use whole words (运费, 承担) so that a
 table row is a word a learner can read. Real tokenizers do neither exactly: they use

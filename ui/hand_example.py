@@ -1,4 +1,4 @@
-"""The hand example of CURRICULUM.md sections 3 and 5: q = [1, 0]; k_A = [1, 0],
+"""The hand example of docs/curriculum.md, stages 3 and 5: q = [1, 0]; k_A = [1, 0],
 k_B = [0, 1]; v_A = [2, 0], v_B = [0, 4]. Stages 3 and 5 share these inputs on purpose
 (URL keys hand.q, hand.kA, ...), so an edit made on one stage is still there on the
 other."""

@@ -1,4 +1,4 @@
-"""Stage 8.1 in AppTest: the FFN hand example of CURRICULUM.md section 8, live; the
+"""Stage 8.1 in AppTest: the FFN hand example of docs/curriculum.md, stage 8, live; the
 activation switch; the collapse without an activation; every position through the same
 weights. Expected numbers come from PyTorch's own functions, not from tinyformer."""
 

@@ -1,4 +1,4 @@
-"""Stage 6.2 in AppTest: the K/V cache calculator (CURRICULUM.md section 6): the worked
+"""Stage 6.2 in AppTest: the K/V cache calculator (docs/curriculum.md, stage 6): the worked
 numbers, edits, presets, shared links, bad values and both exercises."""
 
 from __future__ import annotations

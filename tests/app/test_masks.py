@@ -1,4 +1,4 @@
-"""Stage 4 (masks): renders in both languages, shows the worked facts of CURRICULUM.md
+"""Stage 4 (masks): renders in both languages, shows the worked facts of docs/curriculum.md
 section 4, follows edits and shared links, and survives bad input."""
 
 from __future__ import annotations

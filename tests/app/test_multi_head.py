@@ -1,4 +1,4 @@
-"""Stage 6.1 in AppTest: heads split the width (CURRICULUM.md section 6), and GQA/MQA run
+"""Stage 6.1 in AppTest: heads split the width (docs/curriculum.md, stage 6), and GQA/MQA run
 live: query heads that share a K/V head still have different weight tables. Every table
 is checked against PyTorch's own attention, not tinyformer's."""
 

@@ -1,5 +1,5 @@
 """Stage 0.1 in AppTest: n-gram counts, the limits of counting and one-hot vectors, with the
-worked numbers of CURRICULUM.md section 0, live."""
+worked numbers of docs/curriculum.md, stage 0, live."""
 
 from __future__ import annotations
 

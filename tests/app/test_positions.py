@@ -1,5 +1,5 @@
 """Stage 7.1 in AppTest: 我吃苹果 and 苹果吃我 give the same rows, moved, until positions
-are added; the sinusoidal table (CURRICULUM.md section 7)."""
+are added; the sinusoidal table (docs/curriculum.md, stage 7)."""
 
 from __future__ import annotations
 

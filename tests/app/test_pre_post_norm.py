@@ -1,5 +1,5 @@
 """Stage 9.2 in AppTest: Pre-Norm and Post-Norm as two diagrams of the same block, and
-the size of the residual stream over several blocks (CURRICULUM.md section 9). The
+the size of the residual stream over several blocks (docs/curriculum.md, stage 9). The
 block outputs are checked against PyTorch's nn.TransformerEncoderLayer (norm_first)."""
 
 from __future__ import annotations

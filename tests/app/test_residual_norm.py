@@ -1,5 +1,5 @@
 """Stage 9.1 in AppTest: the residual y = x + f(x), and LayerNorm / RMSNorm side by side
-(CURRICULUM.md section 9), checked against PyTorch's own F.layer_norm and F.rms_norm."""
+(docs/curriculum.md, stage 9), checked against PyTorch's own F.layer_norm and F.rms_norm."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stage 7.2 in AppTest: RoPE by hand (60° apart gives 0.5), moving both words, the
-per-pair frequencies, scores with and without RoPE, rotate half (CURRICULUM.md 7)."""
+per-pair frequencies, scores with and without RoPE, rotate half (docs/curriculum.md, stage 7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 3 in AppTest: the worked numbers of CURRICULUM.md section 3, the d_k experiment
+"""Stage 3 in AppTest: the worked numbers of docs/curriculum.md, stage 3, the d_k experiment
 and the share of saturated rows, measured live."""
 
 import pytest

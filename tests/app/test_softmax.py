@@ -1,4 +1,4 @@
-"""Stage 5.1 in AppTest: the worked numbers of CURRICULUM.md section 5, live."""
+"""Stage 5.1 in AppTest: the worked numbers of docs/curriculum.md, stage 5, live."""
 
 import pytest
 

@@ -174,7 +174,7 @@ def test_deep_link_first_request_after_fresh_start(fresh_server: Server, new_tab
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_softmax_worked_numbers_in_each_language(server: Server, new_tab, lang: str) -> None:
-    """CURRICULUM.md section 5's defaults, on screen in a real browser."""
+    """docs/curriculum.md, stage 5's defaults, on screen in a real browser."""
     stage = _softmax()
     tab = open_ready(server, new_tab, stage, lang)
     for number in ("[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]"):

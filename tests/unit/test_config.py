@@ -1,4 +1,4 @@
-"""The server settings DESIGN.md asks for, read the way Streamlit reads them."""
+"""The server settings docs/architecture.md asks for, read the way Streamlit reads them."""
 
 import tomllib
 from pathlib import Path

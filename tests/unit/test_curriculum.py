@@ -1,4 +1,4 @@
-"""Every pure-maths worked number of CURRICULUM.md, computed by tinyformer.
+"""Every pure-maths worked number of docs/curriculum.md, computed by tinyformer.
 
 One table: (name, computation, expected, tolerance). Values are compared at the
 precision the app displays (3 decimals); tolerance applies after that rounding

@@ -30,7 +30,7 @@ def gen(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-# --- The hand example of CURRICULUM.md section 3 --------------------------------------
+# --- The hand example of docs/curriculum.md, stage 3 --------------------------------------
 
 
 def test_hand_example_worked_numbers() -> None:
