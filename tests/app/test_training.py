@@ -31,7 +31,7 @@ from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
-from ui.training_slot import DIRECTORY_ENV, training_slot
+from serving.training_slot import DIRECTORY_ENV, training_slot
 
 PAGE = "pages/13_training.py"
 TRAIN = "_training.train"
