@@ -59,11 +59,12 @@ def next_token_probs(
         scaled = logits.clone()
         before = _one_hot_argmax(logits)
     else:
-        scaled = logits / temperature
+        # Divide in float64: a tiny T (1e-300) is 0 in float32, and x / 0 would be NaN.
+        scaled = (logits.double() / temperature).to(logits.dtype)
         # Shift by the max before dividing: with a tiny T, logits / T can overflow to inf
         # (and softmax(inf) is NaN) while the differences stay well defined.
-        shifted = logits - logits.max(dim=-1, keepdim=True).values
-        before = torch.softmax(shifted / temperature, dim=-1)
+        shifted = (logits - logits.max(dim=-1, keepdim=True).values).double()
+        before = torch.softmax(shifted / temperature, dim=-1).to(logits.dtype)
     # Greedy keeps only the argmax; otherwise every token starts as a candidate.
     kept = before > 0 if temperature == 0 else torch.ones_like(before, dtype=torch.bool)
     probs = before

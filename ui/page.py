@@ -78,6 +78,9 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
                 func(*args, **kwargs)
             except Folded:  # an exception must not leave a fragment: Streamlit shows it
                 folded = True
+            except Exception:  # a bug: the frame's own message, not Streamlit's box
+                _LOG.exception("a section of stage %r failed", state.current_stage())
+                st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         if st.session_state.get(classroom.SHARE_ON) and state.url_now() != url_before:
             st.rerun(scope="app")  # the QR code on show must carry this edit
         return folded

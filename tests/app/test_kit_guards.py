@@ -19,6 +19,21 @@ def _page_that_fails():
         raise RuntimeError("a bug in a page")
 
 
+def _section_that_fails():
+    import streamlit as st
+
+    from ui.frame import around
+    from ui.page import part
+
+    @part
+    def broken() -> None:
+        raise RuntimeError("a bug in a section")
+
+    with around("softmax"):
+        broken()
+        st.markdown("after the section")
+
+
 def _page_with_an_unknown_error_key():
     import streamlit as st
 
@@ -45,6 +60,16 @@ def test_an_escaping_exception_shows_a_translated_message_and_is_logged(each_lan
     assert [e.value for e in at.error] == [catalogue(each_lang)["kit.page_failed"]]
     assert "before the bug" in [m.value for m in at.markdown]  # what rendered stays
     assert any("a bug in a page" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+def test_a_section_that_fails_shows_the_same_message_and_the_page_goes_on(caplog):
+    """A section reruns alone (st.fragment): its bug must not show Streamlit's box."""
+    with caplog.at_level(logging.ERROR, logger="tinyformer.pages"):
+        at = _run(_section_that_fails, "zh")
+    assert not at.exception
+    assert [e.value for e in at.error] == [catalogue("zh")["kit.page_failed"]]
+    assert "after the section" in [m.value for m in at.markdown]
+    assert any(r.exc_info for r in caplog.records)
 
 
 def test_an_untranslated_error_key_shows_the_generic_message_and_is_logged(each_lang, caplog):

@@ -319,3 +319,13 @@ def test_a_bad_long_tail_is_rejected(top, vocab) -> None:
     with pytest.raises(ParameterError) as err:
         long_tail(top, vocab)
     assert err.value.key == "long_tail_invalid"
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 5e-324, 1e-45])
+def test_a_tiny_temperature_acts_like_greedy_without_nan(temperature):
+    """A temperature too small for float32 (1e-300 is 0 there) still gives the limit of
+    softmax(z / T): all the weight on the largest logit, never NaN, and sampling works."""
+    trace = next_token_probs(torch.tensor([2.0, 1.0, 0.0]), temperature)
+    assert torch.equal(trace.probs, torch.tensor([1.0, 0.0, 0.0]))
+    generator = torch.Generator().manual_seed(0)
+    assert int(sample(trace.probs, generator)) == 0
