@@ -29,8 +29,12 @@ _PRESENTER_CSS = """<style>
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 20px !important; }
 [data-testid="stMain"] h1 { font-size: 2.2rem; }
 [data-testid="stMain"] .katex { font-size: 1.35em; }
-.st-key-presenter_bar { position: sticky; top: 0; z-index: 1000; background: #fff;
-  border-bottom: 1px solid #dee2e6; padding: 0.4rem 0; }
+/* Sticky on the bar's wrapper: the bar itself fills its parent, so it had nowhere to
+   stick and scrolled away with the page. */
+[data-testid="stLayoutWrapper"]:has(> .st-key-presenter_bar) { position: sticky; top: 0;
+  z-index: 1000; }
+.st-key-presenter_bar { background: #fff; border-bottom: 1px solid #dee2e6;
+  padding: 0.4rem 0; }
 .st-key-presenter_bar a, .st-key-presenter_bar button { font-size: 22px !important; }
 </style>"""
 

@@ -16,6 +16,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from serving.training_slot import DIRECTORY_ENV, training_slot
 from tests.app.helpers import (
     answer,
     assert_clean,
@@ -31,7 +32,6 @@ from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
-from serving.training_slot import DIRECTORY_ENV, training_slot
 
 PAGE = "pages/13_training.py"
 TRAIN = "_training.train"

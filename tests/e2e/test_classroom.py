@@ -52,6 +52,14 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
     wait_ready(tab, title(here, "zh"))
     expect(page.locator(".st-key-presenter_bar")).to_be_visible()
     expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()  # the projector's width
+    # Scrolled down, the bar stays at the top of the screen (it once scrolled away).
+    page.mouse.move(PROJECTOR["width"] / 2, PROJECTOR["height"] / 2)
+    page.mouse.wheel(0, 1500)
+    page.wait_for_function("""() => document.querySelector('[data-testid="stMain"]')
+                                      .scrollTop > 0""")
+    bar_top = page.evaluate("""() => document.querySelector('.st-key-presenter_bar')
+                                      .getBoundingClientRect().top""")
+    assert 0 <= bar_top < 5, bar_top
 
     for key, target in (("ArrowRight", after), ("ArrowLeft", here), ("ArrowLeft", before)):
         page.keyboard.press(key)
