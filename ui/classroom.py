@@ -54,12 +54,16 @@ if (!window.__tinyformerKeys) {
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     const press = (selector) => {
       const el = document.querySelector(selector);
-      if (el && !el.disabled) { el.click(); event.preventDefault(); }
+      if (!el || el.disabled) return false;
+      el.click(); event.preventDefault(); return true;
     };
     const presenting = !!document.querySelector(".st-key-presenter_bar");
     if (presenting && event.key === "ArrowRight") press(".st-key-bar_next a, .st-key-nav_next a");
     if (presenting && event.key === "ArrowLeft") press(".st-key-bar_prev a, .st-key-nav_prev a");
-    if (event.key === "n" || event.key === "N") press('[class*="-step-next"] button');
+    // N also starts a walk that has not begun (its "Step by step" button).
+    if (event.key === "n" || event.key === "N") {
+      press('[class*="-step-next"] button') || press('[class*="-step-start"] button');
+    }
     if (event.key === "b" || event.key === "B") press('[class*="-step-back"] button');
   });
   const fitHeatmap = (chart) => {

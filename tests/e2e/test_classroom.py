@@ -60,6 +60,10 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
     bar_top = page.evaluate("""() => document.querySelector('.st-key-presenter_bar')
                                       .getBoundingClientRect().top""")
     assert 0 <= bar_top < 5, bar_top
+    # N starts the worked example's step-by-step walk from the keyboard.
+    step_one = catalogue("zh")["kit.step_of"].format(k=1, n=9, label="").split("9")[0]
+    page.keyboard.press("n")
+    expect(page.get_by_text(step_one.replace("*", "").strip()).first).to_be_visible()
 
     for key, target in (("ArrowRight", after), ("ArrowLeft", here), ("ArrowLeft", before)):
         page.keyboard.press(key)
