@@ -9,6 +9,11 @@ Every rerun is timed on the client, from sending the change to receiving
 script_finished. Meanwhile each server process's CPU time and memory are read from
 /proc. A session whose connection breaks reconnects as a browser does (its URL only).
 
+--full F makes a share F of the interactions full runs of the whole page (no fragment
+id, the whole script, as a page open, a link, Continue or the language switch cause)
+instead of a change of the page's first input (a section alone where that input is in
+one): --full 1 is a class navigating together, --full 0.2 a lesson's mix.
+
 --soak MINUTES runs longer and reports memory drift per process; --kill-one (with
 --proxy 2 or more) kills one Streamlit process mid-run and reports what the learners
 on the others, those on the killed one, and newcomers saw.
@@ -397,6 +402,8 @@ def learn(learner: Learner, server: Server, args: argparse.Namespace, phase: Pha
         with open_tab(server, OPEN_TIMEOUT, cookie) as (tab, process):
             learner.process = learner.first_process = process
             knob = open_page(tab, learner)
+            if knob is not None and args.full >= 1:  # the input is never changed
+                learner.widget = "- (full runs)"
             progress.opened_query = tab.query_string
             learner.opened.set()
             if knob is None:
@@ -447,8 +454,10 @@ def interact(tab: Tab, knob: Knob, learner: Learner, args: argparse.Namespace,
         sent = time.monotonic()
         progress.index += 1
         value = knob.values[progress.index % 2]  # the first change moves the widget
+        full = args.full >= 1 or (args.full > 0 and progress.rng.random() < args.full)
         try:
-            run = tab.rerun([knob.state(value)] if knob.widget_id else [])
+            # A full run: no widget, no fragment id, the whole page (its rest stays open).
+            run = tab.rerun([knob.state(value)] if knob.widget_id and not full else [])
         except Exception as error:  # closed by the server, reset, or timed out
             learner.failed.append(Failure(sent - phase.start, learner.process,
                                           type(error).__name__))
@@ -912,6 +921,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--restart", action="store_true",
                         help="let the class server restart a process that died (default: "
                              "it stays dead, so the run shows the proxy's failover alone)")
+    parser.add_argument("--full", type=float, default=0.0, metavar="F",
+                        help="share of interactions that are full runs of the whole page "
+                             "(no fragment id) instead of a change of the page's input: "
+                             "0 (default), 1 (all: a class navigating), 0.2 (a lesson's mix)")
     parser.add_argument("--every", type=float,
                         help="seconds per row of the timeline (default: the run / 6, "
                              "at least 5, 60 with --soak)")
@@ -939,7 +952,9 @@ def describe(args: argparse.Namespace, pages: list[tuple[str, str, str]]) -> str
     return (f"settings: {serving}; {plural(args.sessions, 'session')} over "
             f"{plural(len(pages), 'page')} ({', '.join(p[0] for p in pages)}), round robin; "
             f"a change every {args.think:g} s +-{JITTER:.0%} each; {args.seconds:g} s; "
-            f"rerun timeout {args.timeout:g} s{kill}\n")
+            f"rerun timeout {args.timeout:g} s{kill}; "
+            f"full whole-page runs: {args.full:.0%} of interactions, the rest a change of "
+            f"the page's input\n")
 
 
 def main(argv: list[str] | None = None) -> int:
