@@ -25,7 +25,7 @@ from ui import classroom, handout, state
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
 from ui.inputs import choice
-from ui.page import DEVICE, link_to, stage_label
+from ui.page import DEVICE, link_to, st_page, stage_label
 from ui.stages import HOME, NAV_SECTIONS, Stage, all_pages, by_id, by_url, neighbours
 
 _LOG = logging.getLogger("tinyformer.pages")
@@ -48,7 +48,7 @@ def navigation() -> StreamlitPage:
     _one_torch_thread()
     resolve_lang()
     sections = {
-        t(f"nav.{name}") if name else "": [_st_page(by_id(s)) for s in stage_ids]
+        t(f"nav.{name}") if name else "": [st_page(by_id(s)) for s in stage_ids]
         for name, stage_ids in NAV_SECTIONS
     }
     return st.navigation(sections, position="sidebar", expanded=True)
@@ -66,13 +66,6 @@ def resolve_lang() -> str:
     # value, also those written in a section's rerun that a whole run replaced.
     st.query_params[state.LANG] = lang
     return lang
-
-
-def _st_page(stage: Stage) -> StreamlitPage:
-    # No icon: a page's icon becomes the browser tab's, fetched from the internet, which
-    # a classroom network may not reach; the tab keeps the app's own icon.
-    return st.Page(stage.path, title=stage_label(stage),
-                   url_path=stage.id if stage != HOME else None, default=stage == HOME)
 
 
 @contextmanager

@@ -11,15 +11,38 @@ from functools import wraps
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
+from streamlit.navigation.page import StreamlitPage
 
 from ui import classroom, handout, state
 from ui.fold import Folded
 from ui.fold import fold as fold  # re-exported: a page imports its kit from ui.page
-from ui.i18n import t
-from ui.stages import Stage, by_id
+from ui.i18n import current_lang, t
+from ui.stages import HOME, Stage, by_id
 
 _LOG = logging.getLogger("tinyformer.pages")
 DEVICE = state.DEVICE
+
+
+_PAGES = "_st_pages"  # this session's Streamlit pages, in the language they are titled in
+
+
+def st_page(stage: Stage) -> StreamlitPage:
+    """The stage as a Streamlit page (st.navigation's and st.page_link's), titled in the
+    session's language. Built once per session and language, not on every run: 25 pages
+    cost about 8 ms a run (docs/deploy.md). Per session, not per process: st.navigation
+    marks the page a run draws, so sessions must not share them."""
+    lang = current_lang()
+    kept = st.session_state.get(_PAGES)
+    if kept is None or kept[0] != lang:
+        kept = st.session_state[_PAGES] = (lang, {})
+    pages = kept[1]
+    if stage.id not in pages:
+        # No icon: a page's icon becomes the browser tab's, fetched from the internet,
+        # which a classroom network may not reach; the tab keeps the app's own icon.
+        pages[stage.id] = st.Page(stage.path, title=stage_label(stage),
+                                  url_path=stage.id if stage != HOME else None,
+                                  default=stage == HOME)
+    return pages[stage.id]
 
 
 def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool = False) -> None:
@@ -29,7 +52,8 @@ def link_to(page: Stage, label: str, *, icon: str | None = None, disabled: bool 
     scans pages/ once); its link is left out and logged rather than breaking the page.
     """
     try:
-        st.page_link(page.path, label=label, icon=icon, disabled=disabled,
+        # The page object, not its path: Streamlit then need not resolve the file again.
+        st.page_link(st_page(page), label=label, icon=icon, disabled=disabled,
                      query_params=state.link_params())
     except StreamlitAPIException:
         _LOG.warning("no link to %s: Streamlit does not know the page", page.path)
