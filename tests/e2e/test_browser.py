@@ -95,8 +95,19 @@ def app_text(tab: Tab) -> str:
                          [(p, LANGS[i % len(LANGS)]) for i, p in enumerate(PAGES)],
                          ids=[url_name(p) or "home" for p in PAGES])
 def test_page_opens_clean(server: Server, new_tab, stage: Stage, lang: str) -> None:
-    tab = open_ready(server, new_tab, stage, lang)
-    continue_to_the_rest(tab, stage, lang)
+    """Half the pages (English) open folded and press Continue; the other half open
+    whole from a link that says so ("<stage>.more=true"), as a shared link does. Every
+    stage's Continue button is also pressed in AppTest (tests/app/test_home.py)."""
+    if lang == "en":
+        tab = open_ready(server, new_tab, stage, lang)
+        continue_to_the_rest(tab, stage, lang)
+    else:
+        tab = new_tab()
+        tab.page.goto(f"{page_url(server, stage, lang)}&{stage.id}.more=true")
+        wait_ready(tab, title(stage, lang))
+        assert tab.page.get_by_role("button", name=re.compile(
+            "^" + re.escape(catalogue(lang)["kit.fold_continue"].split("{title}")[0]))
+        ).count() == 0  # the whole page, no Continue left
 
     screenshot(tab.page, SCREENSHOTS / f"{url_name(stage) or 'home'}_{lang}.png")
 

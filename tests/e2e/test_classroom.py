@@ -115,7 +115,9 @@ def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_t
 
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text(catalogue("en")["kit.share"], exact=True).click()
-    sidebar.get_by_text(catalogue("en")["kit.share_show"], exact=True).click()
+    show = catalogue("en")["kit.share_show"]
+    sidebar.get_by_text(show, exact=True).click()
+    expect(sidebar.get_by_role("switch", name=show)).to_be_checked()
     code = sidebar.locator('[data-testid="stCode"]')
     expect(code).to_be_visible()
     expect(sidebar.locator('[data-testid="stImage"] img')).to_be_visible()  # the QR code
