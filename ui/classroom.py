@@ -166,6 +166,8 @@ def compose_url(here: str, address: str | None, params: dict[str, str]) -> str:
     """The page's address (here, without its query), with another host and port when the
     class reaches the server at `address`, and the URL parameters."""
     address = (address or "").strip().rstrip("/")
+    if address and "://" not in address:  # "192.168.1.20:8501" as a teacher types it
+        address = f"http://{address}"
     if address:
         path = here.split("//", 1)[-1].partition("/")[2] if "//" in here else ""
         here = f"{address}/{path}" if path else address

@@ -26,7 +26,16 @@ from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
 from ui.inputs import choice
 from ui.page import DEVICE, link_to, st_page, stage_label
-from ui.stages import HOME, NAV_SECTIONS, Stage, all_pages, by_id, by_url, neighbours
+from ui.stages import (
+    HOME,
+    NAV_SECTIONS,
+    STAGES,
+    Stage,
+    all_pages,
+    by_id,
+    by_url,
+    neighbours,
+)
 
 _LOG = logging.getLogger("tinyformer.pages")
 
@@ -187,6 +196,11 @@ def _presenter_bar(stage: Stage) -> None:
         with st.container(key="bar_next", width="content"):
             if following is not None:
                 link_to(following, "→", icon=None)
+            else:
+                st.markdown(t("kit.lesson_over"))
+        if stage != HOME:
+            st.caption(t("kit.stage_of", k=STAGES.index(stage) + 1, n=len(STAGES)),
+                       width="content")
         _language_switch()
         st.session_state["_bar_share"] = st.popover(t("kit.share"),
                                                     icon=":material/qr_code_2:")

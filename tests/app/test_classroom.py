@@ -23,6 +23,18 @@ def test_presenter_view_from_the_url_keeps_its_links(lang):
     assert "[1.340, 1.321]" in page_text(at)  # the same page, only laid out for a projector
 
 
+def test_presenter_bar_says_where_the_lesson_stands():
+    from ui.stages import STAGES
+
+    en = catalogue("en")
+    at = open_page(PAGE, params={"present": "true"})
+    k = [s.path for s in STAGES].index(PAGE) + 1
+    assert en["kit.stage_of"].format(k=k, n=len(STAGES)) in [c.value for c in at.caption]
+    assert en["kit.lesson_over"] not in page_text(at)
+    last = open_page(STAGES[-1].path, params={"present": "true"})
+    assert en["kit.lesson_over"] in page_text(last)
+
+
 def test_presenter_view_folds_an_exercise_into_one_line_that_still_works():
     """On a projector an exercise is a closed expander titled by its question, so the
     stage's first result stays on the first screen; opened, it works as usual."""

@@ -315,6 +315,13 @@ def test_share_panel_draws_on_demand_with_the_class_address():
     assert len(at.sidebar.code) == 1 and at.sidebar.code[0].value == url
 
 
+def test_a_class_address_typed_without_its_scheme_gets_http():
+    at = _run(_inputs)
+    at.sidebar.text_input("_share_address").input("192.168.1.20:8501").run()
+    at.sidebar.toggle("_share_on").set_value(True).run()
+    assert at.session_state["_share_url"].startswith("http://192.168.1.20:8501?")
+
+
 def test_downloads_offer_state_and_handout_and_tables_only_when_there_are_some():
     at = _run(_inputs)
     keys = {b.key for b in at.sidebar.get("download_button")}
