@@ -202,9 +202,10 @@ def _presenter_bar(stage: Stage) -> None:
             st.caption(t("kit.stage_of", k=STAGES.index(stage) + 1, n=len(STAGES)),
                        width="content")
         _language_switch()
-        st.session_state["_bar_share"] = st.popover(t("kit.share"),
+        st.session_state["_bar_share"] = st.popover(t("kit.share_short"),
                                                     icon=":material/qr_code_2:")
-        st.button(t("kit.presenter_exit"), key="_present_exit", icon=":material/close:",
+        st.button(t("kit.presenter_exit_short"), key="_present_exit", icon=":material/close:",
+                  help=t("kit.presenter_exit"),
                   on_click=classroom.set_presenting, args=(False,))
 
 
