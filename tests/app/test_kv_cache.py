@@ -44,6 +44,7 @@ def test_defaults_show_the_worked_numbers(lang: str) -> None:
     assert catalogue(lang)["kv_cache.saving_gqa"].format(
         q=32, kv=8, ratio="1/4", saved="3/4", saved_bytes="3,221,225,472", saved_h="3 GiB") in text
     assert "67,108,864" in text  # Falcon-7B's cache in the presets table: 32·1·64·8192·2·2
+    assert catalogue(lang)["kv_cache.what"] in text  # incl. why RoPE's keys stay valid
 
 
 def test_edits_change_every_number() -> None:
