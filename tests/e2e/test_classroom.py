@@ -112,10 +112,12 @@ def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_t
     k_b.press("Enter")  # a text input commits on Enter
     wait_for_text(tab, "[1.000, 2.000]")  # the scores with k_B = [2, 0]
     page.wait_for_url(lambda url: "hand.kB=" in url)
+    wait_ready(tab)  # that rerun has ended: a click during a run can be lost on a busy machine
 
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text(catalogue("en")["kit.share"], exact=True).click()
     show = catalogue("en")["kit.share_show"]
+    expect(sidebar.get_by_text(show, exact=True)).to_be_visible()
     sidebar.get_by_text(show, exact=True).click()
     expect(sidebar.get_by_role("switch", name=show)).to_be_checked()
     code = sidebar.locator('[data-testid="stCode"]')
