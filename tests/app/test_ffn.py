@@ -57,6 +57,7 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
                                  "y": "[1.000, 2.000]", "flat": "[1.000000, 1.000000]"}
     # Without the activation: x (W1 W2) = [1, 1], the two-step result, both written out.
     assert text.count("[1.000000, 1.000000]") == 2
+    assert "8d²" in text and "12d²" in text  # the FFN's share of a block's parameters
 
 
 def test_every_position_goes_through_the_same_weights(default_page):
