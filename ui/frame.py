@@ -89,8 +89,8 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
     """
     stage = by_id(page) if isinstance(page, str) else by_url(page.url_path)
     _set_up(stage)
-    _header(stage)
-    share_box = _sidebar(stage)
+    bar_share = _header(stage)
+    share_box = _sidebar(stage, bar_share)
     folded = False
     try:
         yield stage
@@ -149,8 +149,9 @@ def _switch_presenter() -> None:
     classroom.set_presenting(bool(st.session_state[_PRESENT_WIDGET]))
 
 
-def _sidebar(stage: Stage):
-    """The sidebar under the navigation; returns the share panel's place."""
+def _sidebar(stage: Stage, bar_share):
+    """The sidebar under the navigation; returns the share panel's place (in presenter
+    view, bar_share: the bar's own popover)."""
     with st.sidebar:
         st.session_state[_PRESENT_WIDGET] = classroom.presenting()
         st.toggle(t("kit.presenter"), key=_PRESENT_WIDGET, on_change=_switch_presenter,
@@ -160,7 +161,7 @@ def _sidebar(stage: Stage):
         share_box = st.empty()
         st.caption(t("kit.share_hint"))
     if classroom.presenting():  # presenter view has it in its bar
-        return st.session_state.pop("_bar_share")
+        return bar_share
     return share_box.expander(t("kit.share"), icon=":material/qr_code_2:")
 
 
@@ -174,18 +175,21 @@ def _device_choice() -> None:
         st.info(t("kit.no_cuda"))
 
 
-def _header(stage: Stage) -> None:
+def _header(stage: Stage):
+    """The title, or in presenter view the bar (returns its share popover)."""
     handout.start(stage.id, stage_label(stage), t(f"{stage.id}.lead"))
+    bar_share = None
     if classroom.presenting():
-        _presenter_bar(stage)
+        bar_share = _presenter_bar(stage)
     else:
         with st.container(horizontal=True, vertical_alignment="center", key="page_title"):
             st.title(stage_label(stage), width="stretch")
             _language_switch()
     st.markdown(t(f"{stage.id}.lead"))
+    return bar_share
 
 
-def _presenter_bar(stage: Stage) -> None:
+def _presenter_bar(stage: Stage):
     """Always visible in presenter view: previous, the stage, next, language, share, exit."""
     previous, following = neighbours(stage.id)
     with st.container(key="presenter_bar", horizontal=True, vertical_alignment="center"):
@@ -202,11 +206,11 @@ def _presenter_bar(stage: Stage) -> None:
             st.caption(t("kit.stage_of", k=STAGES.index(stage) + 1, n=len(STAGES)),
                        width="content")
         _language_switch()
-        st.session_state["_bar_share"] = st.popover(t("kit.share_short"),
-                                                    icon=":material/qr_code_2:")
+        share = st.popover(t("kit.share_short"), icon=":material/qr_code_2:")
         st.button(t("kit.presenter_exit_short"), key="_present_exit", icon=":material/close:",
                   help=t("kit.presenter_exit"),
                   on_click=classroom.set_presenting, args=(False,))
+    return share
 
 
 def _footer_nav(stage: Stage) -> None:
