@@ -1,6 +1,8 @@
 """Translated text: `t(key, **values)` for the session's language.
 
-The two catalogues (assets/i18n/zh.toml, en.toml) hold the same keys; a test checks.
+Each language's catalogue is a folder, assets/i18n/zh/ and assets/i18n/en/, with one
+file per top-level table (kit.toml, softmax.toml ...: a stage's texts sit in the file
+named after its id). Both languages hold the same keys; a test checks.
 The frame (ui/frame.py) resolves the session's language once per run: `?lang=` in the
 URL, else the session's, else the browser locale, else Chinese; it is always written
 back to the URL so that a shared link keeps it.
@@ -36,8 +38,11 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
 @cache
 def catalogue(lang: str) -> dict[str, str]:
     """All keys of one language, flattened to dotted names ("softmax.title")."""
-    with open(_I18N_DIR / f"{lang}.toml", "rb") as handle:
-        return _flatten(tomllib.load(handle))
+    flat: dict[str, str] = {}
+    for path in sorted((_I18N_DIR / lang).glob("*.toml")):
+        with open(path, "rb") as handle:
+            flat.update(_flatten(tomllib.load(handle)))
+    return flat
 
 
 def lang_from_locale(locale: str | None) -> str:

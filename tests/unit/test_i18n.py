@@ -2,10 +2,11 @@
 
 import re
 import string
+import tomllib
 
 import pytest
 
-from ui.i18n import LANGS, catalogue, lang_from_locale
+from ui.i18n import _I18N_DIR, LANGS, catalogue, lang_from_locale
 
 
 def test_same_keys_in_both_languages():
@@ -13,6 +14,17 @@ def test_same_keys_in_both_languages():
     assert set(zh) - set(en) == set(), "keys only in zh"
     assert set(en) - set(zh) == set(), "keys only in en"
     assert len(zh) > 50
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_each_file_holds_its_own_table(lang):
+    """One file per top-level table, named after it: a key defined in two files would
+    silently shadow the other when the folder is merged."""
+    files = sorted((_I18N_DIR / lang).glob("*.toml"))
+    assert [f.name for f in files] == sorted(f.name for f in (_I18N_DIR / "en").glob("*.toml"))
+    for path in files:
+        tables = list(tomllib.loads(path.read_text(encoding="utf-8")))
+        assert tables == [path.stem], path
 
 
 @pytest.mark.parametrize("lang", LANGS)
