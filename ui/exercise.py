@@ -1,9 +1,14 @@
 """Exercises: the learner commits to an answer before seeing it.
 
 A page places each exercise BEFORE the content that answers it (predict first); the
-answer and its worked steps appear only after the learner has answered. In presenter
-view an exercise is one line that the teacher opens when asking the class, so the
-stage's first result still fits the projector's first screen.
+answer and its worked steps appear only after the learner has answered. Each exercise
+returns whether it has been answered; whatever on the page would give its answer away
+(a table the answer can be read from, a printed θ) is drawn only then, with
+`after_answer()` in its place before. The first answer of an exercise inside a section
+(ui.page.part) reruns the whole page, so such content anywhere below appears at once.
+The feedback stays on screen until the learner changes the answer. In presenter view
+an exercise is one line that the teacher opens when asking the class, so the stage's
+first result still fits the projector's first screen.
 """
 
 from __future__ import annotations
@@ -35,9 +40,30 @@ def _box(kind: str, question: str):
     return box
 
 
+# Set when an exercise is answered for the first time in this run: a section (ui.page.part)
+# then reruns the whole page, so content gated on the answer elsewhere on it appears.
+FIRST_ANSWER = "_exercise_first_answer"
+
+
+def _answered(key: str) -> object | None:
+    """The answer the learner last checked (None: not answered yet)."""
+    return st.session_state.get(f"{key}.answered")
+
+
+def _record(key: str, answer: object) -> None:
+    if _answered(key) is None:
+        st.session_state[FIRST_ANSWER] = True
+    st.session_state[f"{key}.answered"] = answer
+
+
+def after_answer() -> None:
+    """Stands where content that answers an exercise will appear once it is answered."""
+    st.caption(t("kit.after_answer"))
+
+
 def choice_exercise(name: str, question: str, options: Sequence[str], correct: int,
-                    explanation: str) -> None:
-    """Multiple choice: pick one, press Reveal, read why."""
+                    explanation: str) -> bool:
+    """Multiple choice: pick one, press Reveal, read why. True once answered."""
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, list(options), options[correct], explanation))
     with _box("kit.exercise", question):
@@ -48,15 +74,19 @@ def choice_exercise(name: str, question: str, options: Sequence[str], correct: i
                           label_visibility="collapsed",
                           horizontal=max(map(_width, options)) <= SHORT_OPTION)
         if st.button(t("kit.reveal"), key=f"{key}.reveal", disabled=choice is None):
+            _record(key, choice)
+        if choice is not None and _answered(key) == choice:
             if choice == correct:
                 st.success(t("kit.right") + " " + explanation)
             else:
                 st.warning(t("kit.not_quite", answer=options[correct]) + " " + explanation)
+    return _answered(key) is not None
 
 
 def number_exercise(name: str, question: str, answer: float, steps: str, *,
-                    tolerance: float = 0.005, decimals: int = 3) -> None:
-    """Type a number (the tolerance is shown), press Check, then see the worked steps."""
+                    tolerance: float = 0.005, decimals: int = 3) -> bool:
+    """Type a number (the tolerance is shown), press Check, then see the worked steps.
+    True once answered."""
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, None, num(answer, decimals), steps))
     with _box("kit.exercise_number", question):
@@ -67,14 +97,15 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
             label, value=None,
             step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
         pressed = right.button(t("kit.check"), key=f"{key}.check", disabled=typed is None)
-        if not pressed or typed is None:
-            return
-        if not math.isfinite(typed):
+        if pressed and typed is not None and not math.isfinite(typed):
             st.error(t("input.not_finite", token=str(typed)))
-            return
-        if abs(typed - answer) <= tolerance + 1e-12:
-            st.success(t("kit.right_number", answer=num(answer, decimals)))
-        else:
-            st.warning(t("kit.not_quite_number", typed=num(typed, decimals),
-                         answer=num(answer, decimals)))
-        st.markdown(steps)
+        elif pressed and typed is not None:
+            _record(key, typed)
+        if typed is not None and _answered(key) == typed:
+            if abs(typed - answer) <= tolerance + 1e-12:
+                st.success(t("kit.right_number", answer=num(answer, decimals)))
+            else:
+                st.warning(t("kit.not_quite_number", typed=num(typed, decimals),
+                             answer=num(answer, decimals)))
+            st.markdown(steps)
+    return _answered(key) is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import classroom, handout, state
+from ui import classroom, exercise, handout, state
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
 from ui.inputs import choice
@@ -100,6 +100,8 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
         _LOG.exception("stage %r failed", stage.id)
         st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
+    # This whole run drew every section after an answer given in it: no second run.
+    st.session_state.pop(exercise.FIRST_ANSWER, None)
     _footer_nav(stage)
     with share_box:  # filled last, so its address has every input of this run
         classroom.share_panel()

@@ -10,12 +10,15 @@ back to the URL so that a shared link keeps it.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from ui.stages import by_id
 
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
@@ -66,5 +69,14 @@ def t(key: str, **values: object) -> str:
 
     A missing key shows the key itself (tests catch that) rather than breaking a page.
     """
-    text = catalogue(current_lang()).get(key, key)
+    text = _STAGE_REF.sub(_stage_number, catalogue(current_lang()).get(key, key))
     return text.format(**values) if values else text
+
+
+# "{stage.softmax}" in a text is that stage's number in the lesson's order, so a text that
+# points to another stage follows when the order changes.
+_STAGE_REF = re.compile(r"\{stage\.([a-z_]+)\}")
+
+
+def _stage_number(match: re.Match) -> str:
+    return by_id(match.group(1)).number

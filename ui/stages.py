@@ -21,18 +21,20 @@ class Stage:
 HOME = Stage("home", "pages/overview.py", "", ":material/home:")
 
 # A curriculum section that holds two ideas spans two pages, numbered 0.1, 0.2 ...
+# The order is the lesson's: softmax (3) comes before scaling (4) and masks (5.1), which
+# both act on what softmax does; the K/V cache (10.3) after the generation loop it speeds
+# up. Stage ids are URL paths, so a reordering keeps every old link working.
 _CURRICULUM: tuple[Stage, ...] = (
     Stage("ngrams", "pages/00_ngrams.py", "0.1", ":material/history_edu:"),
     Stage("embeddings", "pages/00_embeddings.py", "0.2", ":material/scatter_plot:"),
     Stage("tokens", "pages/01_tokens.py", "1.1", ":material/tag:"),
     Stage("bpe", "pages/01_bpe.py", "1.2", ":material/call_merge:"),
     Stage("qkv", "pages/02_qkv.py", "2", ":material/call_split:"),
-    Stage("scaling", "pages/03_scaling.py", "3", ":material/straighten:"),
-    Stage("masks", "pages/04_masks.py", "4", ":material/visibility_off:"),
-    Stage("softmax", "pages/05_softmax.py", "5.1", ":material/functions:"),
+    Stage("softmax", "pages/03_softmax.py", "3", ":material/functions:"),
+    Stage("scaling", "pages/04_scaling.py", "4", ":material/straighten:"),
+    Stage("masks", "pages/05_masks.py", "5.1", ":material/visibility_off:"),
     Stage("context", "pages/05_context.py", "5.2", ":material/compare_arrows:"),
-    Stage("multi_head", "pages/06_multi_head.py", "6.1", ":material/view_column:"),
-    Stage("kv_cache", "pages/06_kv_cache.py", "6.2", ":material/memory:"),
+    Stage("multi_head", "pages/06_multi_head.py", "6", ":material/view_column:"),
     Stage("positions", "pages/07_positions.py", "7.1", ":material/format_list_numbered:"),
     Stage("rope", "pages/07_rope.py", "7.2", ":material/rotate_right:"),
     Stage("ffn", "pages/08_ffn.py", "8.1", ":material/hub:"),
@@ -41,6 +43,8 @@ _CURRICULUM: tuple[Stage, ...] = (
     Stage("pre_post_norm", "pages/09_pre_post_norm.py", "9.2", ":material/stacked_line_chart:"),
     Stage("logits", "pages/10_logits.py", "10.1", ":material/bar_chart:"),
     Stage("decoding", "pages/10_decoding.py", "10.2", ":material/casino:"),
+    # The cache speeds up the generation loop of 10.2, so it comes right after it.
+    Stage("kv_cache", "pages/10_kv_cache.py", "10.3", ":material/memory:"),
     Stage("forward", "pages/11_forward.py", "11", ":material/account_tree:", True),
     Stage("backbones", "pages/12_backbones.py", "12", ":material/schema:"),
     Stage("training", "pages/13_training.py", "13.1", ":material/model_training:"),
@@ -82,15 +86,15 @@ PIPELINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("text", ("ngrams", "embeddings")),
     ("tokens", ("tokens", "bpe")),
     ("qkv", ("qkv",)),
+    ("softmax", ("softmax",)),
     ("scores", ("scaling",)),
-    ("mask", ("masks",)),
-    ("softmax", ("softmax", "context")),
-    ("heads", ("multi_head", "kv_cache")),
+    ("mask", ("masks", "context")),
+    ("heads", ("multi_head",)),
     ("positions", ("positions", "rope")),
     ("ffn", ("ffn", "swiglu_moe")),
     ("norm", ("residual_norm", "pre_post_norm")),
     ("logits", ("logits",)),
-    ("next", ("decoding",)),
+    ("next", ("decoding", "kv_cache")),
     ("whole", ("forward",)),
     ("backbones", ("backbones",)),
     ("trained", ("training", "inside", "generate")),
@@ -106,9 +110,8 @@ def built(stage_id: str | None) -> Stage | None:
 NAV_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("", ("home",)),
     ("text", ("ngrams", "embeddings", "tokens", "bpe")),
-    ("attention", ("qkv", "scaling", "masks", "softmax", "context", "multi_head",
-                   "kv_cache")),
+    ("attention", ("qkv", "softmax", "scaling", "masks", "context", "multi_head")),
     ("block", ("positions", "rope", "ffn", "swiglu_moe", "residual_norm", "pre_post_norm")),
-    ("output", ("logits", "decoding", "forward", "backbones")),
+    ("output", ("logits", "decoding", "kv_cache", "forward", "backbones")),
     ("trained", ("training", "inside", "generate")),
 )

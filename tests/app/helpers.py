@@ -35,7 +35,7 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
               timeout: float = 60, params: Mapping[str, str] | None = None,
               folded: bool = False) -> AppTest:
-    """Run app.py once on `page` (e.g. "pages/05_softmax.py"; None: the overview) in
+    """Run app.py once on `page` (e.g. "pages/03_softmax.py"; None: the overview) in
     `lang`: st.navigation lets AppTest pick the page before the first run.
 
     params: URL parameters, as a shared link carries them; state: session state set
@@ -56,7 +56,7 @@ def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
 
 
 def stage_of(page: str) -> Stage | None:
-    """The stage drawn by a page file ("pages/05_softmax.py"); None for the overview."""
+    """The stage drawn by a page file ("pages/03_softmax.py"); None for the overview."""
     return next((stage for stage in STAGES if stage.path == page), None)
 
 

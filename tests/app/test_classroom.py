@@ -10,7 +10,7 @@ from tests.app.helpers import assert_clean, open_page, page_text
 from ui import classroom, handout
 from ui.i18n import catalogue
 
-PAGE = "pages/05_softmax.py"
+PAGE = "pages/03_softmax.py"
 
 
 def test_presenter_view_from_the_url_keeps_its_links(lang):

@@ -47,7 +47,7 @@ def test_an_input_above_the_fold_keeps_it_closed() -> None:
 
 
 def test_the_open_state_survives_a_rerun() -> None:
-    at = open_page("pages/05_softmax.py", folded=True)
+    at = open_page("pages/03_softmax.py", folded=True)
     open_rest(at)
     at.text_input("hand.kB").input("2, 0").run()
     assert_clean(at)

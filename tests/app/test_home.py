@@ -29,18 +29,18 @@ def test_language_follows_the_browser_locale_when_the_url_has_none():
 
 
 def test_the_switch_in_the_title_row_changes_the_language():
-    at = open_page("pages/05_softmax.py", "zh")
+    at = open_page("pages/03_softmax.py", "zh")
     switch = at.main.get("button_group")
     assert [b.key for b in switch] == ["_lang_switch"]  # in the page, not the sidebar
     at.button_group("_lang_switch").set_value("en").run()
     assert at.query_params["lang"] == "en"
     assert at.session_state["lang"] == "en"
-    assert at.title[0].value == "5.1 · Softmax and the weighted sum"
+    assert at.title[0].value == "3 · Softmax and the weighted sum"
     assert at.main.get("page_link")[0].proto.query_string == "lang=en"  # links follow
 
 
 def test_the_switch_sits_in_the_presenter_bar_in_presenter_view():
-    at = open_page("pages/05_softmax.py", "zh", params={"present": "true"})
+    at = open_page("pages/03_softmax.py", "zh", params={"present": "true"})
     at.button_group("_lang_switch").set_value("en").run()
     assert at.query_params["lang"] == "en" and at.query_params["present"] == "true"
 

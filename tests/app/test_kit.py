@@ -221,6 +221,43 @@ def test_number_exercise_within_its_tolerance(typed, kind):
     assert "worked steps" in page_text(at)
 
 
+def _gated_exercise():
+    import streamlit as st
+
+    from ui.exercise import after_answer, choice_exercise
+    from ui.frame import around
+    from ui.page import part
+
+    answered = {}
+
+    @part
+    def ask():
+        answered["c"] = choice_exercise("c", "Which?", ["one", "two"], 1, "Because two.")
+
+    with around("softmax"):
+        ask()
+        st.slider("Unrelated", 0, 5, key="unrelated")
+        if answered["c"]:
+            st.markdown("the table that gives the answer away")
+        else:
+            after_answer()
+
+
+def test_what_answers_an_exercise_appears_only_once_it_is_answered():
+    at = _run(_gated_exercise)
+    assert "the table that gives the answer away" not in page_text(at)
+    assert EN["kit.after_answer"] in page_text(at)
+    at.radio("_softmax.ex.c.choice").set_value(0).run()
+    assert "the table that gives the answer away" not in page_text(at)
+    at.button("_softmax.ex.c.reveal").click().run()  # inside a section: the page reruns
+    assert "the table that gives the answer away" in page_text(at)
+    at.slider("unrelated").set_value(3).run()  # the feedback stays for the same answer
+    assert at.warning[0].value.startswith(EN["kit.not_quite"].format(answer="two"))
+    at.radio("_softmax.ex.c.choice").set_value(1).run()  # a new answer waits for Reveal
+    assert not at.warning and not at.success
+    assert "the table that gives the answer away" in page_text(at)
+
+
 def test_exercises_in_presenter_view_are_closed_lines():
     at = _run(_exercises, params={"present": "true"})
     assert [e.label for e in at.main.expander if "?" in e.label] == [

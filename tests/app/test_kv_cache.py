@@ -16,7 +16,7 @@ from tests.app.helpers import (
 )
 from ui.i18n import catalogue
 
-PAGE = "pages/06_kv_cache.py"
+PAGE = "pages/10_kv_cache.py"
 LLAMA3 = r"32 \times 8 \times 128 \times 8192 \times 2 \times 2 \\ &= 1{,}073{,}741{,}824"
 PER_TOKEN = r"32 \times 8 \times 128 \times 2 \times 2 \\ &= 131{,}072"  # step 1: one position
 LONGER = r"32 \times 8 \times 128 \times 16384 \times 2 \times 2 \\ &= 2{,}147{,}483{,}648"

@@ -23,7 +23,7 @@ from tests.app.helpers import (
 )
 from ui.i18n import catalogue
 
-PAGE = "pages/04_masks.py"
+PAGE = "pages/05_masks.py"
 Q0 = [[0.5, 0.5], [0.5, 0.5], [1, 0], [0, 1], [1, 1], [1, -1]]
 K0 = [[1, 1], [1, 1], [1, 0], [0, 1], [1, 1], [0.5, 0.5]]
 INF = "−∞"

@@ -18,7 +18,7 @@ from tests.app.helpers import (
 from tinyformer.lessons.scaling import scaling_experiment
 from ui.fmt import num
 
-PAGE = "pages/03_scaling.py"
+PAGE = "pages/04_scaling.py"
 DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", r"{\sqrt{2}}", "{1.414}",
                    r"\begin{bmatrix}0.707 & 0.000\end{bmatrix}",
                    r"s_A = 1\cdot1 + 0\cdot0 = 1.000", r"s_B = 1\cdot0 + 0\cdot1 = 0.000",

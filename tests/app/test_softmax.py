@@ -14,7 +14,7 @@ from tests.app.helpers import (
     type_bad,
 )
 
-PAGE = "pages/05_softmax.py"
+PAGE = "pages/03_softmax.py"
 DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]",
                    "e^{0.707} = 2.028", r"\frac{2.028}{3.028} = 0.670", "0.6698", "0.3302",
                    "0.330 × 4 = 1.320"]  # the rounding note: a hand product of rounded weights
