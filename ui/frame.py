@@ -21,7 +21,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import classroom, exercise, handout, state
+from ui import a11y, classroom, exercise, handout, state
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
 from ui.inputs import choice
@@ -133,6 +133,7 @@ def _set_up(stage: Stage) -> None:
     )
     st.html(_CSS)
     classroom.page_chrome()
+    a11y.page_chrome()
     state.frame_drawn()
 
 
