@@ -1,21 +1,23 @@
-"""Stage 5.1: softmax turns scaled scores into weights; the output blends the values."""
+"""Stage 3: softmax turns a row of scores into weights; the output blends the values.
+
+Taught before scaling (4) and the masks (5.1): the hand example divides by sqrt(d_k)
+and says that stage 4 explains why; the matrix form has no mask (stage 5.1 adds M)."""
 
 import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
-from tinyformer.masks import attention_mask
 from tinyformer.softmax import softmax_steps
 from ui import explain
 from ui.example import TAIL4, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import latex_matrix, latex_vec, num, short, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
 from ui.headings import subsection
 from ui.i18n import t
-from ui.inputs import matrix_input, toggle
+from ui.inputs import matrix_input
 from ui.page import fold, part, section
 from ui.reveal import Stepper
 
@@ -65,6 +67,8 @@ def by_hand() -> None:
         steps = Stepper("hand", [t(f"softmax.step_{k}") for k in
                                  ("scores", "scaled", "weights", "output")])
         score_steps(steps, q, k_a, k_b, scores, scaled)
+        if steps.shows(2):  # a forward reference: stage 4 explains the division
+            st.markdown(t("softmax.why_scale", dk=q.numel()))
         if steps.step(3, f"`{vec(weights)}`"):
             e_a, e_b, total = (num(v) for v in (soft.exps[0], soft.exps[1], soft.total))
             formula(r"a_j = \frac{e^{\tilde s_j}}{\sum_k e^{\tilde s_k}}",  # a line each
@@ -95,38 +99,36 @@ def matrix_form() -> None:
         K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
     with cols[2]:
         V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
-    causal = toggle("causal", t("softmax.causal"), True)
-    full = scaled_dot_product_attention(Q, K, V, mask=attention_mask(4, causal=causal))
+    full = scaled_dot_product_attention(Q, K, V)  # no mask: every position reads all
     formula(r"\mathrm{Attention}(Q,K,V) = "
-            r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+            r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
+    st.caption(t("softmax.mask_later"))
 
     def explain_weight(i: int, j: int) -> str:
-        name = explain.cell_name("a", i, j)
-        if not torch.isfinite(full.masked[i, j]):
-            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-        return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
-                               full.masked[i], j)
+        return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]),
+                               explain.cell_name("a", i, j), full.scaled[i], j)
 
     def explain_score(i: int, j: int) -> str:
-        name = explain.cell_name(r"\tilde s", i, j)
-        if not torch.isfinite(full.masked[i, j]):
-            return explain.blocked(t("softmax.cell_blocked", i=TAIL4[i], j=TAIL4[j]), name)
-        return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]), name, Q[i], K[j],
+        return explain.dot(t("softmax.cell_score", i=TAIL4[i], j=TAIL4[j]),
+                           explain.cell_name(r"\tilde s", i, j), Q[i], K[j],
                            full.scaled[i, j], lhs=f"q_{i} \\cdot k_{j} / \\sqrt{{2}}",
                            scale_by=2)
 
-    number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
-                    explain_weight(1, 0))
-    col_scores, col_weights = st.columns(2)
-    with col_scores:
-        subsection(t("softmax.scaled_table"))
-        heatmap(full.masked, TAIL4, TAIL4, key="scores_map", explain=explain_score)
-    with col_weights:
+    subsection(t("softmax.scaled_table"))
+    heatmap(full.scaled, TAIL4, TAIL4, key="scores_map", explain=explain_score)
+    computed = number_exercise("a10", t("softmax.ex2_question"), float(full.weights[1, 0]),
+                               explain_weight(1, 0))
+    choice_exercise("row", t("softmax.ex3_question"),
+                          [t("softmax.ex3_sum"), t("softmax.ex3_scale"), t("softmax.ex3_values")],
+                          correct=0, explanation=t("softmax.ex3_explain"))
+    if computed:  # the weights table holds the answer
         subsection(t("softmax.weights_table"))
         heatmap(full.weights, TAIL4, TAIL4, key="weights_map", explain=explain_weight,
                 zmin=0, zmax=1, colorscale="Oranges")
-    subsection(t("softmax.output_table"))
-    formula(r"O = AV",
-            rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
+        subsection(t("softmax.output_table"))
+        formula(r"O = AV",
+                rf"{latex_matrix(full.weights)}{latex_matrix(V)} = {latex_matrix(full.output)}")
+    else:
+        after_answer()
     st.caption(t("softmax.not_explanation"))
 matrix_form()

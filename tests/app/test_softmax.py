@@ -1,4 +1,5 @@
-"""Stage 5.1 in AppTest: the worked numbers of docs/curriculum.md, stage 5, live."""
+"""Stage 3 (softmax) in AppTest: the worked numbers of docs/curriculum.md (CURRICULUM 5),
+live; the matrix form without a mask, its weights drawn once the exercise is answered."""
 
 import pytest
 
@@ -11,6 +12,7 @@ from tests.app.helpers import (
     open_page,
     page_text,
     reveal,
+    tables,
     type_bad,
 )
 
@@ -57,13 +59,16 @@ def test_dragging_a_slider_changes_only_its_own_component():
     assert at.text_input("hand.kB").value == "9, 0"  # 9 untouched by moving component 2
 
 
-def test_causal_matrix_form():
+def test_matrix_form_has_no_mask_and_shows_the_weights_once_answered():
     at = open_page(PAGE)
     text = page_text(at)
-    # Row 0 of the causal weights reads only itself; the output table states it exactly.
-    assert r"\begin{bmatrix}1.000 & 0.000 & 0.000 & 0.000 \\" in text
-    at.toggle("softmax.causal").set_value(False).run()
-    assert r"\begin{bmatrix}1.000 & 0.000 & 0.000 & 0.000 \\" not in page_text(at)
+    assert "Stage 4 shows why" in text  # the ÷√d_k step points forward to scaling
+    assert r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V" in text  # no + M
+    assert len(tables(at)) == 1  # the scaled scores only: the weights hold the answer
+    answer(at, "softmax.a10", 0.154)  # no mask: 谁 reads all four, 1 / 6.480
+    weights = tables(at)[1].values.tolist()
+    assert weights[0] == ["0.313", "0.154", "0.313", "0.220"]  # row 0 reads later words too
+    assert weights[1][0] == "0.154"
 
 
 @pytest.mark.parametrize("key", ["hand.q", "hand.kA", "hand.kB", "hand.vA", "hand.vB",
@@ -75,7 +80,7 @@ def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
 
 
 def test_bad_link_values_fall_back_with_a_note(lang):
-    at = open_page(PAGE, lang, params={"softmax.causal": "maybe", "hand.q": "abc"})
+    at = open_page(PAGE, lang, params={"softmax.K": "1, x", "hand.q": "abc"})
     assert_clean(at)
     assert len(at.error) == 2
     assert "[1.340, 1.321]" in page_text(at)
@@ -88,26 +93,28 @@ def test_choice_exercise_reveals_the_answer(lang):
     assert "[0.660, 2.679]" in at.success[0].value
 
 
-@pytest.mark.parametrize(("typed", "right"), [(0.330, True), (0.67, False)])
+@pytest.mark.parametrize(("typed", "right"), [(0.154, True), (0.33, False)])
 def test_number_exercise_checks_and_shows_the_steps(lang, typed, right):
     at = open_page(PAGE, lang)
-    assert "0.330" not in "".join(m.value for m in at.success)
+    assert "0.154" not in "".join(m.value for m in at.success)
     answer(at, "softmax.a10", typed)
     assert len(at.success if right else at.warning) == 1
-    assert r"\frac{1.000}{1.000 + 2.028}" in explanations(at)  # the worked steps
+    assert r"\frac{1.000}{1.000 + 2.028 + 2.028 + 1.424}" in explanations(at)  # the steps
 
 
 def test_clicked_cell_is_explained_outlined_and_kept_after_an_edit():
-    at = open_page(PAGE, state=click(("softmax.weights_map", 3, 1)))
+    answered = {"_softmax.ex.a10.answered": 0.154}  # the weights are drawn once answered
+    at = open_page(PAGE, state={**click(("softmax.weights_map", 3, 1)), **answered})
     assert r"a_{3,1}" in explanations(at)
     at.text_input("softmax.V").input("1, 0; 0, 1; 1, 1; 3, -1").run()
     assert r"a_{3,1}" in explanations(at)  # still explained after the edit
     assert at.query_params["softmax.weights_map"] == "3,1"  # and named in the URL
 
 
-def test_a_blocked_cell_explains_itself():
-    at = open_page(PAGE, params={"softmax.weights_map": "0,3"})
-    assert r"a_{0,3} = e^{-\infty}" in explanations(at)
+def test_why_exercise_beside_the_arithmetic(lang):
+    at = open_page(PAGE, lang)
+    reveal(at, "softmax.row", 0)
+    assert len(at.success) == 1 and "e^(s̃₁,₃)" in at.success[0].value
 
 
 def test_step_by_step_reveal_and_a_link_to_a_step():
