@@ -1,4 +1,6 @@
-"""Stage 3: scores are dot products; dividing by sqrt(d_k) keeps their size steady."""
+"""Stage 4: scores are dot products; dividing by sqrt(d_k) keeps their size steady.
+
+Softmax (stage 3) is taught before this page: the hand example recalls it."""
 
 import math
 
@@ -7,7 +9,7 @@ import torch
 
 from tinyformer.lessons import scaling
 from ui.charts import lines
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import matrix_frame
 from ui.fmt import decimals_for, latex_vec, num, vec
 from ui.formula import formula
@@ -41,7 +43,7 @@ q, k_a, k_b, _, _ = hand_example_inputs(with_values=False)
 hand = scaling.hand_scores(q, torch.stack([k_a, k_b]))
 steps = Stepper("hand", [t(f"scaling.step_{k}") for k in ("scores", "scaled", "softmax")])
 score_steps(steps, q, k_a, k_b, hand.scores, hand.scaled)
-if steps.step(3, t("scaling.softmax_preview")):
+if steps.step(3, t("scaling.softmax_recall")):
     st.markdown(t("scaling.softmax_note", raw=vec(hand.weights_raw),
                   scaled=vec(hand.weights_scaled), dk=hand.d_k))
     stage_link("softmax")
@@ -53,11 +55,18 @@ formula(r"q \cdot k = |q|\,|k|\cos\theta", r"\begin{gathered}" + r" \\ ".join(
 
 # --- Why the variance is d_k: predict first, then derive, then measure ----------
 section(t("scaling.why_title"), folded=True)
-number_exercise("var", t("scaling.ex_var_question"), 256.0, t("scaling.ex_var_steps"),
-                tolerance=0.5, decimals=1)
-st.markdown(t("scaling.why"))
-formula(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
-        r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
+var_answered = number_exercise("var", t("scaling.ex_var_question"), 256.0,
+                               t("scaling.ex_var_steps"), tolerance=0.5, decimals=1)
+if var_answered:  # the derivation, and the experiment's variances, give the answer
+    st.markdown(t("scaling.why"))
+    formula(r"\operatorname{Var}(q\cdot k) = \sum_{i=0}^{d_k-1} \operatorname{Var}(q_i k_i)"
+            r" = d_k,\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
+    choice_exercise("root", t("scaling.ex_root_question"),  # why √d_k: beside the product
+                    [t("scaling.ex_root_order"), t("scaling.ex_root_square"),
+                     t("scaling.ex_root_range")], correct=1,
+                    explanation=t("scaling.ex_root_explain"))
+else:
+    after_answer()
 
 @part
 def experiment() -> None:
@@ -71,12 +80,15 @@ def experiment() -> None:
         seed = number("seed", t("scaling.seed"), 0, 9999, 0, help=t("scaling.seed_help"))
     runs = sweep(seed)
     with exercise:
-        choice_exercise("sat", t("scaling.ex_sat_question"),
-                        [t("scaling.ex_sat_grows"), t("scaling.ex_sat_stays"),
-                         t("scaling.ex_sat_falls")], correct=1,
-                        explanation=t("scaling.ex_sat_explain",
-                                      worst=num(max(runs.saturated_scaled)),
-                                      top=num(runs.saturated_raw[-1]), dk=DK_CHOICES[-1]))
+        sat_answered = choice_exercise(
+            "sat", t("scaling.ex_sat_question"),
+            [t("scaling.ex_sat_grows"), t("scaling.ex_sat_stays"), t("scaling.ex_sat_falls")],
+            correct=1, explanation=t("scaling.ex_sat_explain",
+                                     worst=num(max(runs.saturated_scaled)),
+                                     top=num(runs.saturated_raw[-1]), dk=DK_CHOICES[-1]))
+    if not var_answered:  # the measured variances answer the variance exercise above
+        after_answer()
+        return
     exp = runs.at(d_k)
     raw = exp.raw_spread
     scaled = exp.scaled_spread
@@ -92,9 +104,10 @@ def experiment() -> None:
             (t("scaling.row_var"), raw.variance, scaled.variance),
             (t("scaling.row_std"), raw.std, scaled.std),
             (t("scaling.row_min"), raw.min, scaled.min),
-            (t("scaling.row_max"), raw.max, scaled.max),
-            (t("scaling.row_top", keys=KEYS), exp.mean_top_raw, exp.mean_top_scaled),
-            (t("scaling.row_sat"), exp.saturated_raw, exp.saturated_scaled)]
+            (t("scaling.row_max"), raw.max, scaled.max)]
+    if sat_answered:  # the softmax rows answer the saturation exercise
+        rows += [(t("scaling.row_top", keys=KEYS), exp.mean_top_raw, exp.mean_top_scaled),
+                 (t("scaling.row_sat"), exp.saturated_raw, exp.saturated_scaled)]
     st.table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"),
                           t("scaling.col_scaled")], [r[0] for r in rows]))
     st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max),
@@ -103,6 +116,9 @@ def experiment() -> None:
 
     # --- Saturation: the share of nearly one-hot rows as d_k grows -------------------
     section(t("scaling.sat_title"))
+    if not sat_answered:
+        after_answer()
+        return
     st.markdown(t("scaling.sat_lead", threshold=scaling.SATURATED, keys=KEYS,
                   rows=f"{exp.n_queries:,}"))
     shares = {t("scaling.hist_raw"): runs.saturated_raw,
@@ -120,12 +136,12 @@ experiment()
 def one_gap() -> None:
     subsection(t("scaling.gap_title"))
     pair = matrix_input("pair", t("scaling.pair"), [30, 20], sliders=True,
-                        slider_range=(-40.0, 40.0), slider_labels=["s₁", "s₂"])
+                        slider_range=(-40.0, 40.0), slider_labels=["s₀", "s₁"])
     row = scaling.softmax_sensitivity(pair)
     even = scaling.softmax_sensitivity(torch.zeros(2))
     places_ = decimals_for([*row.weights, row.jacobian_norm])
     formula(r"\begin{gathered}a = \mathrm{softmax}(s) \\ \Big\| \frac{\partial a}{\partial s}"
-            r" \Big\|_F = 2\,a_1 a_2\end{gathered}",  # one per line: phones are narrow
+            r" \Big\|_F = 2\,a_0 a_1\end{gathered}",  # one per line: phones are narrow
             rf"\begin{{gathered}}a = {latex_vec(row.weights, places_)} \\ "
             rf"\Big\| \frac{{\partial a}}{{\partial s}} \Big\|_F = "
             rf"{num(row.jacobian_norm, places_)}\end{{gathered}}")

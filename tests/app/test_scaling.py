@@ -1,5 +1,6 @@
-"""Stage 3 in AppTest: the worked numbers of docs/curriculum.md, stage 3, the d_k experiment
-and the share of saturated rows, measured live."""
+"""Stage 4 (scaling) in AppTest: the worked numbers of docs/curriculum.md (CURRICULUM 3),
+the d_k experiment and the share of saturated rows, measured live once the two exercises
+that they answer are answered."""
 
 import pytest
 import torch
@@ -17,8 +18,11 @@ from tests.app.helpers import (
 )
 from tinyformer.lessons.scaling import scaling_experiment
 from ui.fmt import num
+from ui.i18n import catalogue
 
 PAGE = "pages/04_scaling.py"
+# Both exercises answered (what the reveal leaves in the session): the experiment is drawn.
+ANSWERED = {"_scaling.ex.var.answered": 256.0, "_scaling.ex.sat.answered": 1}
 DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", r"{\sqrt{2}}", "{1.414}",
                    r"\begin{bmatrix}0.707 & 0.000\end{bmatrix}",
                    r"s_A = 1\cdot1 + 0\cdot0 = 1.000", r"s_B = 1\cdot0 + 0\cdot1 = 0.000",
@@ -53,7 +57,7 @@ def test_defaults_show_the_worked_numbers(lang):
         assert number in text, number
     assert at.select_slider("scaling.dk").value == 64
     links = [n.proto.page for n in _walk(at.main) if n.type == "page_link"]
-    assert "softmax" in links  # the softmax preview links to stage 5
+    assert "softmax" in links  # the step with softmax links back to stage 3
 
 
 @pytest.mark.parametrize(("step", "shown", "hidden"), [
@@ -69,7 +73,7 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step, shown, hidden):
 
 
 def test_default_experiment_measures_saturation():
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     assert_experiment_shown(at, 64, 0)
     exp = experiment(64)
     # About a third of the rows saturate unscaled at d_k = 64 (measured: 785 of 2,000);
@@ -97,7 +101,7 @@ def test_a_zero_query_has_no_angle():
 
 
 def test_d_k_slider_and_seed_change_every_readout():
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.select_slider("scaling.dk").set_value(256).run()
     at.number_input("scaling.seed").set_value(5).run()
     assert_clean(at)
@@ -106,7 +110,7 @@ def test_d_k_slider_and_seed_change_every_readout():
 
 
 def test_shared_link_reproduces_the_experiment():
-    at = open_page(PAGE, params={"scaling.dk": "512", "scaling.seed": "3"})
+    at = open_page(PAGE, params={"scaling.dk": "512", "scaling.seed": "3"}, state=ANSWERED)
     assert_clean(at)
     assert_experiment_shown(at, 512, 3)
 
@@ -114,7 +118,7 @@ def test_shared_link_reproduces_the_experiment():
 @pytest.mark.parametrize("params", [{"scaling.dk": "63"}, {"scaling.seed": "abc"},
                                     {"scaling.seed": "100000"}, {"scaling.pair": "1, x"}])
 def test_a_bad_link_value_gives_one_note_and_the_default(params):
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1
     assert_experiment_shown(at, 64, 0)
@@ -140,11 +144,18 @@ def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
 @pytest.mark.parametrize(("typed", "right"), [(256.0, True), (16.0, False)])
 def test_variance_exercise_is_answered_before_it_is_shown(lang, typed, right):
     at = open_page(PAGE, lang)
-    assert r"256 \cdot 1 = 256" not in page_text(at)  # the answer is not on the page yet
-    warnings = len(at.warning)  # the saturation note is one
+    text = page_text(at)
+    assert r"256 \cdot 1 = 256" not in text  # the answer is not on the page yet,
+    assert catalogue(lang)["scaling.why"] not in text  # nor the derivation below it,
+    assert not tables(at)  # nor the measured variances
     answer(at, "scaling.var", typed)
-    assert (len(at.success), len(at.warning) - warnings) == ((1, 0) if right else (0, 1))
-    assert r"256 \cdot 1 = 256" in page_text(at)  # the worked steps
+    assert (len(at.success), len(at.warning)) == ((1, 0) if right else (0, 1))
+    text = page_text(at)
+    assert r"256 \cdot 1 = 256" in text  # the worked steps
+    assert "QK-norm" in catalogue(lang)["scaling.why"] and catalogue(lang)["scaling.why"] in text
+    assert len(tables(at)[0]) == 5  # the spread; the softmax rows wait for the other exercise
+    reveal(at, "scaling.root", 1)  # the "why" beside it: Var(x / c) = Var(x) / c²
+    assert "c²" in at.success[-1].value
 
 
 def test_saturation_exercise_reveals_the_measured_shares(lang):

@@ -149,7 +149,7 @@ class SoftmaxSensitivity:
     scores: torch.Tensor  # [K] what softmax receives
     weights: torch.Tensor  # [K] softmax(scores), float64
     jacobian: torch.Tensor  # [K, K] d weights_i / d scores_j
-    jacobian_norm: float  # Frobenius norm of jacobian (2 a_1 a_2 for two scores)
+    jacobian_norm: float  # Frobenius norm of jacobian (2 a_0 a_1 for two scores)
 
 
 def softmax_sensitivity(scores: torch.Tensor) -> SoftmaxSensitivity:
