@@ -6,7 +6,7 @@ import torch
 from tinyformer.lessons import projection as pj
 from ui import explain
 from ui.example import Q1_WORDS, Q2_WORDS, TAIL4, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_matrix, latex_vec, num, places, term
 from ui.formula import formula
@@ -46,12 +46,13 @@ def short_vec(v: torch.Tensor) -> str:
     return r"\begin{bmatrix}" + " & ".join(parts) + r"\end{bmatrix}"
 
 
-def average_cell(who: str, sentence, j: int) -> str:
-    """Column j of a plain average: the mean of column j of every v row of the sentence."""
-    column = sentence.qkv.v[:, j]  # [N]
+def average_cell(who: str, sentence, i: int, j: int) -> str:
+    """Column j of position i's prefix average: the mean of column j of v rows 0..i."""
+    column = sentence.qkv.v[: i + 1, j]  # [i + 1]
     terms = " + ".join(term(v, 3) for v in column)
-    return explain.formula(t("qkv.cell_avg", who=who, n=len(column)), rf"\bar v_{{{j}}} = "
-                           rf"\frac{{{terms}}}{{{len(column)}}} = {num(sentence.average[0, j])}")
+    return explain.formula(t("qkv.cell_avg", who=who, n=len(column), i=i),
+                           rf"\bar v_{{{i},{j}}} = \frac{{{terms}}}{{{len(column)}}} = "
+                           rf"{num(sentence.average[i, j])}")
 
 
 @part
@@ -106,19 +107,27 @@ for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=
                     t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
                     w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
 # --- Exercises first, then the score table that answers them ------------------------
-number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]), float(proj.scores[3, 0]),
-                explain.dot(t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
-                            proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
-choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"), t("qkv.ex_c")],
-                correct=1, explanation=t("qkv.ex_explain"))
+scored = number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]),
+                         float(proj.scores[3, 0]), explain.dot(
+                             t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
+                             proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
+why_qk = choice_exercise("qk", t("qkv.ex3_question"), [t(f"qkv.ex3_{k}") for k in "abc"],
+                         correct=1, explanation=t("qkv.ex3_explain"))
+why_v = choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"),
+                                                      t("qkv.ex_c")],
+                        correct=1, explanation=t("qkv.ex_explain"))
 section(t("qkv.scores_title"))
-st.markdown(t("qkv.scores_lead"))
-left, right = st.columns(2)
-with left:
-    scores_map(proj, "q", "k", "proj", ":material/call_split:")
-with right:
-    scores_map(plain, "x", "x", "same", ":material/flip:")
-st.info(t("qkv.v_note"), icon=":material/output:")
+if scored and why_qk:
+    st.markdown(t("qkv.scores_lead"))
+    left, right = st.columns(2)
+    with left:
+        scores_map(proj, "q", "k", "proj", ":material/call_split:")
+    with right:
+        scores_map(plain, "x", "x", "same", ":material/flip:")
+else:
+    after_answer()
+if why_v:
+    st.info(t("qkv.v_note"), icon=":material/output:")
 # --- Why mix at all: 运费 in both questions ------------------------------------------
 section(t("qkv.why_title"))
 gloss(Q1_WORDS + Q2_WORDS)
@@ -146,5 +155,11 @@ with shown_errors():
         avg = torch.stack([s.average[s.at(w)] for _, s, w in picks])  # [4, d_v]
         labels = [f"{w} · {q}" for q, _, w in picks]
         heatmap(avg, [str(j) for j in range(avg.shape[1])], labels, key="avg_map",
-                **diverging(avg), explain=lambda r, j: average_cell(labels[r], picks[r][1], j))
+                **diverging(avg), explain=lambda r, j: average_cell(
+                    labels[r], picks[r][1], picks[r][1].at(picks[r][2]), j))
+    a = cmp.a
+    st.markdown(t("qkv.why_prefix", word=WORD, other=OTHER, i=a.at(WORD), n=len(a.prefix(WORD)),
+                  j=a.at(OTHER), m=len(a.prefix(OTHER)), words=" · ".join(a.prefix(WORD)),
+                  b=cmp.b.at(WORD), nb=len(cmp.b.prefix(WORD)),
+                  words_b=" · ".join(cmp.b.prefix(WORD))))
     st.markdown(t("qkv.why_attention"))

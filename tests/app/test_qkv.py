@@ -43,6 +43,15 @@ DEFAULT_NUMBERS = [
 ]
 
 
+# The exercises answered, as if by the learner: the score tables they gate are drawn.
+ANSWERED = {"_qkv.ex.s30.answered": -3.0, "_qkv.ex.qk.answered": 1, "_qkv.ex.wv.answered": 1}
+
+
+def opened(lang: str = "en", **kwargs):
+    """The page with its exercises answered (open_page's other arguments as given)."""
+    return open_page(PAGE, lang, state=ANSWERED, **kwargs)
+
+
 def weights(**changes) -> dict[str, torch.Tensor]:
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in {**W, **changes}.items()}
 
@@ -74,7 +83,7 @@ def contexts(x=X, seed: int = 0, **changes):
 
 
 def test_renders_in_both_languages_with_the_switch_note(lang):
-    at = open_page(PAGE, lang)
+    at = opened(lang)
     assert_clean(at)
     tr = trace()
     assert has_table(at, tr.scores, TOKENS) and has_table(at, identity_qkv(X).scores, TOKENS)
@@ -87,23 +96,27 @@ def test_renders_in_both_languages_with_the_switch_note(lang):
 
 
 def test_defaults_show_the_hand_numbers():
-    text = page_text(open_page(PAGE))
+    text = page_text(opened())
     for number in DEFAULT_NUMBERS:
         assert number in text, number
 
 
 def test_typing_w_q_equal_to_w_k_makes_the_table_symmetric():
-    at = open_page(PAGE)
+    at = opened()
+    averages = next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1")
     at.text_input("qkv.Wq").input("0, 1; 1, 0; 0, 2").run()
     assert_clean(at)
     tr = trace(Wq=W["Wk"])
     assert tr.scores[0].tolist() == [9, 6, 3, 3]
     assert has_table(at, tr.scores, TOKENS)
     assert page_text(at).count("This table is symmetric") == 2
+    # no query enters the prefix averages: another W_q leaves them as they were
+    assert next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1").equals(
+        averages)
 
 
 def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
-    at = open_page(PAGE)
+    at = opened()
     before = contexts()
     at.text_input("qkv.Wv").input("2, 0; 0, 4; 2, 2").run()
     assert_clean(at)
@@ -118,7 +131,7 @@ def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
 
 
 def test_a_weight_slider_is_named_and_moves_only_its_own_number():
-    at = open_page(PAGE)
+    at = opened()
     assert at.slider("_qkv.Wq~0").label == "W_q[0,0]"
     assert at.slider("_qkv.Wk~5").label == "W_k[2,1]"
     at.slider("_qkv.Wq~3").set_value(2.0).run()  # W_q[1,1]: 1 -> 2
@@ -128,7 +141,7 @@ def test_a_weight_slider_is_named_and_moves_only_its_own_number():
 
 def test_shared_link_with_another_x_and_row():
     x = "1, 0, 0; 0, 1, 0; 0, 0, 1; 1, 1, 1"
-    at = open_page(PAGE, params={"qkv.X": x, "qkv.row": "3"})
+    at = opened(params={"qkv.X": x, "qkv.row": "3"})
     assert_clean(at)
     x_t = torch.tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], dtype=torch.float64)
     assert has_table(at, trace(x_t).scores, TOKENS)
@@ -151,8 +164,7 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step):
 
 
 def test_random_weights_from_a_shared_link_are_labelled():
-    at = open_page(PAGE, params={"qkv.rand": "true", "qkv.d": "5", "qkv.dk": "3",
-                                 "qkv.seed": "7"})
+    at = opened(params={"qkv.rand": "true", "qkv.d": "5", "qkv.dk": "3", "qkv.seed": "7"})
     assert_clean(at)
     setup = random_setup(4, 5, 3, torch.Generator().manual_seed(7))
     tr = project_qkv(setup.x, setup.w_q, setup.w_k, setup.w_v)
@@ -175,7 +187,7 @@ def test_random_sliders_up_to_the_largest_sizes():
 @pytest.mark.parametrize("bad", [BAD_CELL, "1, 2"])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
-    assert has_table(at, trace().scores, TOKENS)
+    assert has_table(at, trace().q, columns(2))
 
 
 @pytest.mark.parametrize("params", [{"qkv.rand": "maybe"}, {"qkv.row": "9"},
@@ -185,33 +197,28 @@ def test_a_bad_link_value_gives_one_note_and_the_default(lang, params):
     at = open_page(PAGE, lang, params=params)
     assert not at.exception and len(at.error) == 1
     if "qkv.rand" not in params or params["qkv.rand"] != "true":
-        assert has_table(at, trace().scores, TOKENS)
+        assert has_table(at, trace().q, columns(2))
 
 
-def test_number_exercise_comes_before_its_answer(lang):
+def test_the_score_tables_wait_for_their_exercises(lang):
     at = open_page(PAGE, lang)
-    text = in_order(at)
-    asks = text.index("s₃,₀")
-    assert "-3.000" not in text[:asks]  # never printed above the question
-    assert text.index("-3.000") > asks  # the score table answers it below
+    assert not has_table(at, trace().scores, TOKENS) and "-3.000" not in page_text(at)
     steps = r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000"
     assert steps not in explanations(at)
-    answer(at, "qkv.s30", -3.0)
-    assert any("-3.000" in s.value for s in at.success)
-    assert steps in explanations(at)
     answer(at, "qkv.s30", 3.0)
-    assert at.warning
-
-
-def test_choice_exercise_reveals_the_answer(lang):
-    at = open_page(PAGE, lang)
+    assert at.warning and steps in explanations(at)
+    assert not has_table(at, trace().scores, TOKENS)  # the "why" exercise is still open
+    reveal(at, "qkv.qk", 1)
+    assert has_table(at, trace().scores, TOKENS)
+    v_note = "W_v appears in neither" if lang == "en" else "两张分数表里都没有 W_v"
+    assert v_note not in page_text(at)
     reveal(at, "qkv.wv", 1)
-    assert len(at.success) == 2  # the answer, and the 0.000 difference of the context rows
-    assert "W_q" in at.success[0].value and "W_k" in at.success[0].value
+    assert v_note in page_text(at)
+    assert any("W_q" in s.value and "W_k" in s.value for s in at.success)
 
 
 def test_yunfei_has_the_same_rows_in_both_questions_until_rows_are_mixed(lang):
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang)  # exercises unanswered: this section does not wait for them
     cmp = contexts()
     q1 = "question 1" if lang == "en" else "问题 1"
     per_row = next(frame for frame in tables(at) if frame.index[0] == f"运费 · q · {q1}")
@@ -220,19 +227,24 @@ def test_yunfei_has_the_same_rows_in_both_questions_until_rows_are_mixed(lang):
     assert rows[0:2] == [["-1.000", "0.000"]] * 2 and rows[4] == ["2.000", "1.000"]
     assert "0.000" in at.success[0].value  # the largest difference, computed
     avg = next(frame for frame in tables(at) if frame.index[0] == f"运费 · {q1}")
-    values = avg.values.tolist()  # 运费 · Q1, 谁 · Q1, 运费 · Q2, 谁 · Q2
-    assert values[0] == values[1] and values[2] == values[3] and values[0] != values[2]
-    expected = [cmp.a.average[0], cmp.b.average[0]]
-    assert [values[0], values[2]] == [[f"{float(v):.3f}" for v in row] for row in expected]
+    values = avg.values.tolist()  # 运费 · Q1, 谁 · Q1, 运费 · Q2, 谁 · Q2: prefix averages
+    a, b = cmp.a, cmp.b
+    expected = [a.average[5], a.average[6], b.average[3], b.average[4]]
+    assert values == [[f"{float(v):.3f}" for v in row] for row in expected]
+    assert len({tuple(row) for row in values}) == 4  # every prefix differs, so every average
+    prefix = "「商品 · 有 · 质量 · 问题 · ， · 运费」"
+    weights = ("1/6 at 「运费」 and 1/7 at 「谁」" if lang == "en"
+               else "「运费」处是 1/6，「谁」处是 1/7")
+    assert prefix in page_text(at) and weights in page_text(at)
 
 
 def test_clicked_cells_explain_their_numbers():
-    at = open_page(PAGE, params={"qkv.q_map": "3,1", "qkv.s_proj": "3,0",
-                                 "qkv.ctx_map": "4,1", "qkv.avg_map": "0,0"})
+    at = opened(params={"qkv.q_map": "3,1", "qkv.s_proj": "3,0", "qkv.ctx_map": "4,1",
+                        "qkv.avg_map": "1,0"})
     text = explanations(at)
     assert r"q_{3,1} = x_{3} \cdot W_q[:, 1] = 1\cdot0 + (-1)\cdot1 + 0\cdot0 = -1.000" in text
     assert r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000" in text
     assert r"v_{5,1} = 1\cdot0 + 0\cdot2 + 1\cdot1 = 1.000" in text  # 运费 is at 5 in Q1
-    v = contexts().a.qkv.v[:, 0]
+    v = contexts().a.qkv.v[:7, 0]  # 谁 is at 6 in Q1: it averages rows 0..6
     mean = f"{float(v.mean()):.3f}"
-    assert r"\bar v_{0} = \frac{" in text and "}{9} = " + mean in text
+    assert r"\bar v_{6,0} = \frac{" in text and "}{7} = " + mean in text

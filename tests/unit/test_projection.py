@@ -14,7 +14,8 @@ from tinyformer.lessons.projection import (
     identity_qkv,
     in_context,
     most_asymmetric_pair,
-    plain_average,
+    prefix_average,
+    prefix_weights,
     project_qkv,
     random_setup,
     two_contexts,
@@ -185,16 +186,20 @@ def test_random_setup_unpacks_in_order() -> None:
     assert x is setup.x and w_q is setup.w_q and w_k is setup.w_k and w_v is setup.w_v
 
 
-def test_plain_average_is_attention_with_equal_scores(gen: torch.Generator) -> None:
+def test_prefix_average_is_the_cumulative_mean_and_causal_attention_with_equal_scores(
+        gen: torch.Generator) -> None:
     v = randn(gen, 2, 5, 3)
-    average = plain_average(v)
-    # Equal scores (a zero query) give every key the weight 1/N: PyTorch's own attention.
+    average = prefix_average(v)
+    counts = torch.arange(1, 6, dtype=torch.float64)[:, None]  # [N, 1]: i + 1 rows read
+    torch.testing.assert_close(average, torch.cumsum(v, dim=-2) / counts)
+    # Equal scores (a zero query) under the causal mask: weight 1/(i + 1) on keys 0..i.
     expected = F.scaled_dot_product_attention(torch.zeros(2, 5, 4, dtype=torch.float64),
-                                              randn(gen, 2, 5, 4), v)
+                                              randn(gen, 2, 5, 4), v, is_causal=True)
     torch.testing.assert_close(average, expected)
-    assert torch.equal(average[:, 0], average[:, 4])  # every position receives the same row
+    torch.testing.assert_close(average[:, 0], v[:, 0])  # position 0 reads only itself
+    assert prefix_weights(3).tolist() == [[1, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]]
     with pytest.raises(ShapeError):
-        plain_average(torch.ones(0, 3))
+        prefix_average(torch.ones(0, 3))
 
 
 def test_word_rows_keep_known_rows_and_draw_the_others_in_order() -> None:
@@ -226,14 +231,20 @@ def test_a_per_row_projection_cannot_see_context() -> None:
     torch.testing.assert_close(cmp.a.qkv.q, alone.q)
 
 
-def test_a_plain_average_sees_context_but_not_the_query() -> None:
+def test_a_prefix_average_sees_its_prefix_but_not_the_query() -> None:
     cmp = two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, X, strict=True)),
                        torch.Generator().manual_seed(0), W_Q, W_K, W_V)
     a, b = cmp.a, cmp.b
-    torch.testing.assert_close(a.average[a.at("运费")], a.qkv.v.mean(0))
-    assert torch.equal(a.average[a.at("运费")], a.average[a.at("谁")])  # different queries
-    assert not torch.equal(a.qkv.q[a.at("运费")], a.qkv.q[a.at("谁")])
+    assert a.prefix("运费") == Q1_WORDS[:6] and b.prefix("谁") == Q2_WORDS[:5]
+    torch.testing.assert_close(a.average[a.at("运费")], a.qkv.v[:6].mean(0))
+    # 谁 reads one row more than 运费 (its own), so the two differ within a question ...
+    torch.testing.assert_close(a.average[a.at("谁")], (6 * a.average[5] + a.qkv.v[6]) / 7)
+    assert not torch.allclose(a.average[a.at("运费")], a.average[a.at("谁")])
     assert not torch.allclose(a.average[a.at("运费")], b.average[b.at("运费")])  # context
+    # ... but no query enters: other W_q and W_k leave every average as it was.
+    other = two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, X, strict=True)),
+                         torch.Generator().manual_seed(0), W_K, W_Q, W_V)
+    assert torch.equal(other.a.average, a.average)
 
 
 def test_in_context_errors_carry_keys() -> None:

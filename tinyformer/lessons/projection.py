@@ -6,8 +6,10 @@ passed on. The "no projection" variant uses X itself for all three, so the score
 is X X^T: symmetric, with each row's squared length on the diagonal.
 
 Why mix rows at all: a per-row projection sees one row and nothing else, so a word has
-the same q, k and v in every sentence (``in_context``); a plain average mixes the rows
-but gives every position the same mean, whatever its query (``plain_average``).
+the same q, k and v in every sentence (``in_context``); an average over each position's
+prefix (positions <= i, the rows a next-word predictor may read) mixes the rows, but with
+the same weight 1/(i + 1) on each of them, whatever the position's query
+(``prefix_average``).
 
 Shape letters: N positions, d model width, d_k query/key width, d_v value width.
 Weights are [d_in, d_out] and applied as ``x @ W``.
@@ -195,16 +197,23 @@ def random_mha_setup(
 # --- Why mix rows at all: one word in two sentences ----------------------------------------
 
 
-def plain_average(v: torch.Tensor) -> torch.Tensor:
-    """[..., N, d_v] -> [..., N, d_v]: every position receives the mean of all N value
-    rows, i.e. attention with the same weight 1/N on every key, whatever its query."""
+def prefix_average(v: torch.Tensor) -> torch.Tensor:
+    """[..., N, d_v] -> [..., N, d_v]: position i receives the mean of the value rows
+    0..i (its prefix, itself included), i.e. causal attention with the same weight
+    1/(i + 1) on every key it may read, whatever its query."""
     if v.dim() < 2 or v.shape[-2] == 0:
         raise ShapeError(
             "projection_x_not_2d",
             f"v needs shape [..., N, d_v] with N >= 1, got {list(v.shape)}",
             shape=list(v.shape),
         )
-    return v.mean(dim=-2, keepdim=True).expand_as(v)  # [..., N, d_v]
+    return prefix_weights(v.shape[-2], v.dtype) @ v  # [N, N] @ [..., N, d_v]
+
+
+def prefix_weights(n: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """[N, N]: row i holds 1/(i + 1) at columns 0..i and 0 after them (lower triangle)."""
+    allowed = torch.ones(n, n, dtype=dtype).tril()  # [N, N] 1 where j <= i
+    return allowed / allowed.sum(dim=-1, keepdim=True)  # [N, N] each row sums to 1
 
 
 def word_rows(
@@ -247,15 +256,20 @@ def word_rows(
 
 @dataclass(frozen=True)
 class InContext:
-    """One sentence: its rows projected one by one, and a plain average of the values."""
+    """One sentence: its rows projected one by one, and each position's prefix average
+    of the values."""
 
     words: tuple[str, ...]  # [N]
     qkv: QKVTrace  # x [N, d], q [N, d_k], k [N, d_k], v [N, d_v], scores [N, N]
-    average: torch.Tensor  # [N, d_v]: every row the mean of the N rows of v
+    average: torch.Tensor  # [N, d_v]: row i the mean of the rows 0..i of v
 
     def at(self, word: str) -> int:
         """The word's first position in the sentence."""
         return self.words.index(word)
+
+    def prefix(self, word: str) -> tuple[str, ...]:
+        """The words the prefix average at the word's first position reads: 0..i."""
+        return self.words[: self.at(word) + 1]
 
 
 def in_context(
@@ -265,10 +279,11 @@ def in_context(
     w_k: torch.Tensor,
     w_v: torch.Tensor,
 ) -> InContext:
-    """Stack the words' rows into X [N, d], project them (Q = X W_q, ...), and average V.
+    """Stack the words' rows into X [N, d], project them (Q = X W_q, ...), and average V
+    over each position's prefix.
 
     Row i of Q, K and V depends on x_i alone, so a word has the same q, k, v rows in
-    every sentence it occurs in; the plain average is the first thing that mixes.
+    every sentence it occurs in; the prefix average is the first thing that mixes.
     """
     if not 1 <= len(words) <= MAX_RANDOM_SIZE:
         raise ParameterError(
@@ -285,7 +300,7 @@ def in_context(
         )
     x = torch.stack([rows[w] for w in words])  # [N, d]
     trace = project_qkv(x, w_q, w_k, w_v)
-    return InContext(tuple(words), trace, plain_average(trace.v))
+    return InContext(tuple(words), trace, prefix_average(trace.v))
 
 
 @dataclass(frozen=True)
