@@ -1,4 +1,4 @@
-"""Stage 6.1: heads split the width; query heads that share a K/V head (GQA, MQA) still
+"""Stage 6: heads split the width; query heads that share a K/V head (GQA, MQA) still
 weigh the tokens differently."""
 
 import pandas as pd
@@ -12,7 +12,7 @@ from tinyformer.lessons.projection import random_mha_setup
 from tinyformer.masks import attention_mask
 from ui import explain
 from ui.example import TAIL6, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num, shape
 from ui.formula import formula
@@ -63,8 +63,9 @@ def shape_table(x, tr: MultiHeadTrace) -> None:
 
 
 @part
-def split(heads_box, right, x, weights: list, mask) -> None:
-    """The head count (in `heads_box`) and everything it changes: the split, the heads, W_o."""
+def split(heads_box, right, x, weights: list, mask, answered: bool) -> None:
+    """The head count (in `heads_box`) and everything it changes: the split, the heads, W_o.
+    answered: the shapes exercise is, so the table of symbolic shapes may show."""
     with heads_box:
         heads = choice("heads", t("multi_head.heads"), [1, 2, 3, 4, 8], 2)
     (w_q, w_k, w_v, w_o) = weights
@@ -101,69 +102,57 @@ def split(heads_box, right, x, weights: list, mask) -> None:
                     t("multi_head.cell_out", i=TAIL6[i], c=c), explain.cell_name("o", i, c),
                     tr.concat[0, i], w_o[:, c], tr.output[0, i, c], per_line=4))
         st.caption(t("multi_head.params_note"))
-    shape_table(x, tr)
+    if answered:  # its symbolic shapes answer the exercise for any H
+        shape_table(x, tr)
+    else:
+        after_answer()
 
 
 @part
-def grouped(x, weights: list, mask) -> None:
+def grouped(x, weights: list, mask, shapes_answered: bool) -> None:
     """GQA and MQA, run: query heads that share a K/V head still weigh the tokens differently."""
     section(t("multi_head.gqa_title"))
-    number_exercise("groups", t("multi_head.ex2_question"), kv_group_size(32, 8),
-                    t("multi_head.ex2_steps", g=kv_group_size(32, 8)), tolerance=0, decimals=0)
-    choice_exercise(
-        "shared",
-        t("multi_head.ex3_question"),
-        [t(f"multi_head.ex3_{k}") for k in "abc"],
-        correct=1,
-        explanation=t("multi_head.ex3_explain"),
-    )
+    groups = number_exercise("groups", t("multi_head.ex2_question"), kv_group_size(32, 8),
+                             t("multi_head.ex2_steps", g=kv_group_size(32, 8)), tolerance=0,
+                             decimals=0)
+    why = choice_exercise("why", t("multi_head.why_question"),
+                          [t(f"multi_head.why_{k}") for k in "abc"], correct=0,
+                          explanation=t("multi_head.why_explain", ratio=str(cache_ratio(32, 8))))
+    shared = choice_exercise("shared", t("multi_head.ex3_question"),
+                             [t(f"multi_head.ex3_{k}") for k in "abc"], correct=1,
+                             explanation=t("multi_head.ex3_explain"))
     st.markdown(t("multi_head.gqa_lead"))
-    kv = choice(
-        "kv",
-        t("multi_head.kv_heads"),
-        [1, 2, GQA_HEADS],
-        2,
-        format_func=lambda k: f"{k} ({attention_kind(GQA_HEADS, k).upper()})",
-    )
-    run = grouped_query_attention(x, *weights, GQA_HEADS, kv, mask)
-    gt = run.trace
-    st.markdown(
-        t(
-            f"multi_head.kind_{attention_kind(GQA_HEADS, kv)}",
-            q=GQA_HEADS,
-            kv=kv,
-            g=kv_group_size(GQA_HEADS, kv),
-            wk=shape(run.w_k),
-        )
-    )
-    head_maps(
-        gt,
-        "gqa",
-        label=lambda h: t("multi_head.gqa_label", h=h, g=gt.kv_group_of_head[h]),
-        lead=lambda h, i, j: t(
-            "multi_head.cell_gqa", h=h, g=gt.kv_group_of_head[h], i=TAIL6[i], j=TAIL6[j]
-        ),
-    )
-    for group in run.groups:
-        names = t("multi_head.sep").join(f"Q{h}" for h in group.query_heads)
-        key = "multi_head.group_one" if len(group.query_heads) == 1 else "multi_head.group_shared"
-        st.markdown(t(key, heads=names, g=group.kv_head, gap=num(group.weight_gap)))
-    st.success(
-        t(
-            "multi_head.gqa_32",
-            g=kv_group_size(32, 8),
-            ratio=str(cache_ratio(32, 8)),
-            mqa=str(cache_ratio(32, 1)),
-        ),
-        icon=":material/memory:",
-    )
+    kv = choice("kv", t("multi_head.kv_heads"), [1, 2, GQA_HEADS], 2,
+                format_func=lambda k: f"{k} ({attention_kind(GQA_HEADS, k).upper()})")
+    if shared and shapes_answered:  # the tables answer both: each head's width, Q0 vs Q1
+        run = grouped_query_attention(x, *weights, GQA_HEADS, kv, mask)
+        gt = run.trace
+        st.markdown(t(f"multi_head.kind_{attention_kind(GQA_HEADS, kv)}", q=GQA_HEADS, kv=kv,
+                      g=kv_group_size(GQA_HEADS, kv), wk=shape(run.w_k)))
+        head_maps(gt, "gqa", label=lambda h: t("multi_head.gqa_label", h=h,
+                                                g=gt.kv_group_of_head[h]),
+                  lead=lambda h, i, j: t("multi_head.cell_gqa", h=h, g=gt.kv_group_of_head[h],
+                                         i=TAIL6[i], j=TAIL6[j]))
+        for group in run.groups:
+            names = t("multi_head.sep").join(f"Q{h}" for h in group.query_heads)
+            one = len(group.query_heads) == 1
+            st.markdown(t(f"multi_head.group_{'one' if one else 'shared'}", heads=names,
+                          g=group.kv_head, gap=num(group.weight_gap)))
+    else:
+        after_answer()
+    if groups and why:  # the group size and what sharing saves
+        st.success(t("multi_head.gqa_32", g=kv_group_size(32, 8), ratio=str(cache_ratio(32, 8)),
+                     mqa=str(cache_ratio(32, 1))), icon=":material/memory:")
+    else:
+        after_answer()
 
 
+st.caption(t("multi_head.tokens"))
 gloss(TAIL6)
 section(t("multi_head.split_title"))
 left, right = st.columns([2, 3])  # the question and the settings, beside the split
 with left:
-    choice_exercise(
+    shapes_answered = choice_exercise(
         "shapes",
         t("multi_head.ex_question"),
         [t("multi_head.ex_a"), t("multi_head.ex_b"), t("multi_head.ex_c")],
@@ -179,7 +168,7 @@ with left:
     random_weights_note()
 x, *weights = random_mha_setup(N, WIDTH, torch.Generator().manual_seed(seed))
 mask = attention_mask(N, causal=causal)
-split(heads_box, right, x, weights, mask)
+split(heads_box, right, x, weights, mask, shapes_answered)
 st.markdown(t("multi_head.roles"))
 gloss(APPLE)
-grouped(x, weights, mask)
+grouped(x, weights, mask, shapes_answered)
