@@ -7,12 +7,12 @@ from tinyformer.embedding import cosine_table, one_hot
 from ui import explain
 from ui.corpus import corpus_text
 from ui.example import gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap, matrix_frame
 from ui.fmt import num, plain
 from ui.formula import formula
 from ui.headings import subsection
-from ui.i18n import t
+from ui.i18n import current_lang, t
 from ui.inputs import number, text
 from ui.page import part, section
 from ui.reveal import Stepper
@@ -40,6 +40,11 @@ def p_latex(step: ngram.Probability) -> str:  # P(漫 | 看动) = 4/6 = 0.667
     value = rf"\frac{{{step.count}}}{{{step.total}}} = {num(step.probability)}" if step.seen \
         else rf"\frac{{0}}{{0}}\ \text{{{t('ngrams.no_counts')}}}"
     return rf"P(\text{{{step.token}}}{given}) = {value}"
+
+
+def line_gloss(line: str) -> str:
+    """A corpus line in English (the glossary's entry; blank for a line it lacks)."""
+    return "" if (gloss_text := t(f"gloss.{line}")) == f"gloss.{line}" else gloss_text
 
 
 def quote(chars) -> str:
@@ -86,11 +91,33 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
                 formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
                         STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
     st.markdown(t("ngrams.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
-    st.expander(t("ngrams.corpus_show")).text("\n".join(seqs))
+    with st.expander(t("ngrams.corpus_show")):
+        if current_lang() == "en":  # each line glossed, like every Chinese word on the pages
+            st.table({t("ngrams.col_line"): seqs,
+                      t("ngrams.col_gloss"): [line_gloss(line) for line in seqs]})
+        else:
+            st.text("\n".join(seqs))
     tri = model[3].explain("看动", "漫")
     after = model[3].counts("看动")
-    number_exercise("trigram", t("ngrams.ex_number", a=after.get("漫", 0), b=after.get("物", 0)),
-                    tri.probability, explain.formula(t("ngrams.ex_number_steps"), p_latex(tri)))
+    solved = number_exercise("trigram", t("ngrams.ex_number", a=after.get("漫", 0),
+                                           b=after.get("物", 0)), tri.probability,
+                             explain.formula(t("ngrams.ex_number_steps"), p_latex(tri)))
+    bigram = model[2].explain("动", "漫").probability
+    why = choice_exercise("trigram_why", t("ngrams.ex_why", p=num(bigram)),
+                          [t(f"ngrams.ex_why_{k}") for k in "abc"], correct=2,
+                          explanation=t("ngrams.ex_why_explain"))
+    if solved and why:  # the orders table shows the trigram's answer
+        orders(ctx, vocab, model)
+    else:
+        after_answer()
+    st.caption(t("ngrams.article_names"))
+    section(t("ngrams.limits_title"), folded=True)
+    limits(seqs, vocab, model)
+    st.markdown(t("ngrams.window_text", n=n, context=context))
+
+
+def orders(ctx: str, vocab: list[str], model: dict) -> None:
+    """The same context at every order: one row of next-character probabilities each."""
     rows = [model[k].next_token_probs(ctx) for k in range(1, MAX_N + 1)]
     columns = list(dict.fromkeys(w for r in rows[1:] for w in r))[:8] or list(rows[0])[:6]
     def explain_order(i: int, j: int) -> str:
@@ -102,14 +129,20 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
             [f"n={k} · {t(f'ngrams.order_{k}')}" + ("" if len(ctx) >= k - 1 else " ✕")
              for k in range(1, MAX_N + 1)], key="orders_map", explain=explain_order,
             title=t("ngrams.orders_title"), zmin=0, zmax=1, colorscale="Greens", height=260)
-    st.caption(t("ngrams.article_names"))
-    section(t("ngrams.limits_title"), folded=True)
+
+
+def limits(seqs: list[str], vocab: list[str], model: dict) -> None:
+    """Sparsity: 吃梨 never counted, so raw counts call it impossible (after the exercise)."""
     pear = model[2].explain("吃", "梨")
-    choice_exercise("pear", t("ngrams.ex_choice"),
-                    [t("ngrams.ex_zero"), t("ngrams.ex_like_apple"), t("ngrams.ex_needs_more")],
-                    correct=0, explanation=t("ngrams.ex_choice_explain", count=pear.count,
-                                             total=pear.total, p=num(pear.probability)))
+    answered = choice_exercise(
+        "pear", t("ngrams.ex_choice"),
+        [t("ngrams.ex_zero"), t("ngrams.ex_like_apple"), t("ngrams.ex_needs_more")], correct=0,
+        explanation=t("ngrams.ex_choice_explain", count=pear.count, total=pear.total,
+                      p=num(pear.probability)))
     subsection(f"1 · {t('ngrams.sparse_title')}")
+    if not answered:  # the phrase 吃梨 below shows P(梨 | 吃)
+        after_answer()
+        return
     for col, name, default in zip(st.columns(2), ("pa", "pb"), ("吃苹果", "吃梨"), strict=True):
         with col:
             phrase = text(name, t("ngrams.phrase_label", limit=MAX_PHRASE), default, MAX_PHRASE)
@@ -123,8 +156,10 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
                           times=counted("times", ngram.phrase_count(seqs, phrase))))
             st.latex(STACK % r" \\[8pt] ".join(map(p_latex, chain.steps)))
             st.markdown(t("ngrams.chain", p=num(chain.probability)))
+    st.markdown(t("ngrams.smoothing"))
     st.info(t("ngrams.share_nothing"), icon=":material/link_off:")
-    st.markdown(t("ngrams.window_text", n=n, context=context))
+
+
 part(counting)(seqs, vocab, model)  # reruns alone when one of its own inputs changes
 subsection(f"3 · {t('ngrams.size_title')}")
 v_size = number("V", t("ngrams.v_label", limit=f"{ngram.MAX_TABLE_VOCAB:,}"), 1,
@@ -146,6 +181,8 @@ st.markdown(t("ngrams.onehot_lead", v=f"{v_size:,}", components=counted("compone
 hot = cosine_table(one_hot(range(len(WORDS)), len(WORDS)))
 left, right = st.columns(2)
 left.table(matrix_frame(hot.vectors, WORDS, WORDS, decimals=0))
+left.caption(t("ngrams.onehot_columns", k=len(WORDS), v=f"{v_size:,}") if v_size >= len(WORDS)
+             else t("ngrams.onehot_columns_small", k=len(WORDS), v=f"{v_size:,}"))
 with right:
     heatmap(hot.dots, WORDS, WORDS, key="onehot_dots", zmin=0, zmax=1, decimals=0,
             height=240, explain=lambda i, j: explain.dot(

@@ -28,9 +28,18 @@ TRIGRAM = r"P(\text{漫} \mid \text{看动}) = \frac{4}{6} = 0.667"
 SIZE_25 = ["100{,}000^{5} = 10^{25}", "10,000,000,000,000,000,000,000,000"]
 
 
+# The exercises answered, as if by the learner: what they gate is drawn.
+ANSWERED = {"_ngrams.ex.trigram.answered": 0.667, "_ngrams.ex.trigram_why.answered": 2,
+            "_ngrams.ex.pear.answered": 0}
+
+
+def opened(lang: str = "en", **kwargs):
+    return open_page(PAGE, lang, state=ANSWERED, **kwargs)
+
+
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param), request.param
+    return opened(request.param), request.param
 
 
 def next_table(at) -> dict[str, tuple[str, str]]:
@@ -89,25 +98,39 @@ def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
     assert r"\frac{0}{2}" not in above
 
 
+def has_orders(at) -> bool:
+    return any(any("n=3" in str(i) for i in f.index) for f in tables(at))
+
+
 @pytest.mark.parametrize("lang", ONE_LANG)
-def test_number_exercise(lang) -> None:
+def test_number_exercise_and_its_why_come_before_the_orders_table(lang) -> None:
     at = open_page(PAGE, lang)
+    assert not has_orders(at) and "0.667" not in page_text(at)
     answer(at, "ngrams.trigram", 0.667)
     assert len(at.success) == 1 and "0.667" in at.success[0].value
     assert TRIGRAM in explanations(at)  # the worked steps, from the counts
+    assert not has_orders(at)  # the "why" exercise beside it is still open
+    reveal(at, "ngrams.trigram_why", 2)
+    assert has_orders(at) and orders(at)["n=3"] == ["0.667", "0.333"]
     answer(at, "ngrams.trigram", 0.6)  # the bigram's answer is not the trigram's
     assert len(at.warning) == 1 and "0.667" in at.warning[0].value
 
 
 @pytest.mark.parametrize("lang", ONE_LANG)
-def test_choice_exercise(lang) -> None:
+def test_choice_exercise_comes_before_the_phrases(lang) -> None:
     at = open_page(PAGE, lang)
+    pear = r"P(\text{梨} \mid \text{吃}) = \frac{0}{2} = 0.000"
+    assert pear not in page_text(at)
     reveal(at, "ngrams.pear", 0)
     assert len(at.success) == 1 and "0/2" in at.success[0].value
+    text = page_text(at)
+    back_off = {"zh": "退回到更短的上下文", "en": "back off to a shorter context"}[lang]
+    assert pear in text and back_off in text  # smoothing and back-off named
 
 
 def test_trigram_via_slider() -> None:
     at = open_page(PAGE)
+    assert "Kittens are lovely animals." in page_text(at)  # the corpus, glossed in English
     at.slider("ngrams.n").set_value(3).run()
     assert_clean(at)
     assert next_table(at) == {"漫": ("4", "0.667"), "物": ("2", "0.333")}
@@ -187,7 +210,7 @@ def test_bad_link_values_fall_back_with_a_note(lang) -> None:
 
 
 def test_phrase_edit_and_bad_phrases() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("ngrams.pb").input("梨很甜").run()
     assert_clean(at)
     text = page_text(at)
@@ -205,10 +228,12 @@ def test_table_size_follows_its_inputs() -> None:
     assert "1{,}000^{3} = 10^{9}" in text and "**1,000,000,000**" in text
     assert "V = 70 and n = 3 allow 343,000 different windows" in text
     assert "1,000 components" in text  # the one-hot width follows V
+    assert "Only 4 of the V = 1,000 columns are shown" in text
     at.number_input("ngrams.V").set_value(3).run()
     at.slider("ngrams.tn").set_value(4).run()
     text = page_text(at)
     assert "3^{4} = 81" in text and "**81**" in text and "3 components" in text
+    assert "V = 3 gives fewer than 4 axes" in text
     at.number_input("ngrams.V").set_value(1).run()
     assert "1 component," in page_text(at)
     at = open_page(PAGE, params={"ngrams.V": "1000000", "ngrams.tn": "10"})  # the bounds
@@ -230,22 +255,23 @@ def test_table_size_refuses_values_outside_its_bounds(v, n, shown) -> None:
 
 
 def test_clicked_cells_explain_with_live_numbers() -> None:
-    at = open_page(PAGE, state=click(("ngrams.orders_map", 2, 0), ("ngrams.onehot_dots", 0, 1)))
+    at = open_page(PAGE, state={**ANSWERED, **click(("ngrams.orders_map", 2, 0),
+                                                     ("ngrams.onehot_dots", 0, 1))})
     assert_clean(at)
     text = explanations(at)
     assert TRIGRAM in text
     assert (r"e_{\text{苹果}} \cdot e_{\text{梨}} = 1\cdot0 + 0\cdot1 + 0\cdot0 + 0\cdot0 = 0"
             in text)
-    at = open_page(PAGE, params={"ngrams.orders_map": "3,0"})  # 4-gram: 看动 is too short
+    at = opened(params={"ngrams.orders_map": "3,0"})  # 4-gram: 看动 is too short
     assert "holds only 2 characters" in explanations(at)
-    at = open_page(PAGE, params={"ngrams.orders_map": "0,0"})
+    at = opened(params={"ngrams.orders_map": "0,0"})
     assert rf"P(\text{{漫}}) = \frac{{6}}{{167}} = {num(6 / 167)}" in explanations(at)
 
 
 def test_orders_the_context_is_too_short_for_have_blank_cells() -> None:
     """看动 (2 characters) feeds n = 1..3; the 4-gram needs 3, so its row holds no number
     (not 0.000, which would claim a probability of zero)."""
-    at = open_page(PAGE)
+    at = opened()
     orders = next(f for f in tables(at) if any("n=4" in str(i) for i in f.index))
     four, three = (orders.loc[next(i for i in orders.index if f"n={k}" in i)] for k in (4, 3))
     assert all(cell == "" for cell in four)
