@@ -1,14 +1,16 @@
-"""Stage 4: masks. Causal (no reading the future) and padding (no reading [PAD])."""
+"""Stage 5.1: masks. Causal (no reading the future) and padding (no reading [PAD]), the
+mask M in softmax(QK^T/sqrt(d_k) + M) V, and position ids that count real tokens only."""
 
 import pandas as pd
 import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
+from tinyformer.lessons.padding import position_ids
 from tinyformer.masks import additive, attention_mask, causal_mask
 from ui import explain
 from ui.example import PAYERS, TAIL4, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, vec
 from ui.formula import formula
@@ -53,7 +55,7 @@ st.markdown(t("masks.task_lead", text="".join(TEXT)))
 gloss(TEXT)
 st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
                       index=[t("masks.row_input"), t("masks.row_target")]))
-formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
+formula(r"P(x_0, \ldots, x_{n-1}) = \prod_{t=0}^{n-1} P(x_t \mid x_{<t})")
 factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
            for k, word in enumerate(TEXT)]
 st.markdown(t("masks.chain", whole=f"P({' '.join(TEXT)})", factors=" · ".join(factors)))
@@ -76,9 +78,12 @@ with left:
 with right:
     formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
     st.markdown(t("masks.legend"))
-    st.markdown(t("masks.softmax_preview"))
-    stage_link("softmax")
 st.info(t("masks.parallel_note"), icon=":material/bolt:")
+st.markdown(t("masks.formula_lead"))
+formula(r"\mathrm{Attention}(Q,K,V) = "
+        r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+st.markdown(t("masks.softmax_recall"))
+stage_link("softmax")
 
 # --- 3. Padding, and both masks together ----------------------------------------
 @part
@@ -103,6 +108,15 @@ def masked_attention() -> None:
     heatmap(additive(allowed), PADDED, PADDED, key="mask_map", **M_STYLE,
             explain=lambda i, j: explain_m(reason(i, j), i, j, bool(allowed[i, j])))
     st.caption(t("masks.real_block"))
+
+    subsection(t("masks.pos_title"))
+    st.markdown(t("masks.pos_lead"))
+    ids = position_ids(VALID)[0]  # [N]: 0 0 0 1 2 3
+    st.table(pd.DataFrame([PADDED, [int(v) for v in VALID[0]], ids.tolist()],
+                          columns=[str(i) for i in range(N)],
+                          index=[t("masks.pos_row_token"), t("masks.pos_row_valid"),
+                                 t("masks.pos_row_id")]))
+    st.markdown(t("masks.pos_sides"))
 
     # --- 4. Scores after the mask, and the weights ----------------------------------
     section(t("masks.scores_title"))
@@ -132,8 +146,8 @@ def masked_attention() -> None:
                                att.masked[i], j)
 
     with exercise:
-        number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
-                        explain_weight(2, 2))
+        answered = number_exercise("self", t("masks.ex2_question"), float(att.weights[2, 2]),
+                                   explain_weight(2, 2))
     steps = Stepper("hand", [t(f"masks.step_{k}") for k in ("scaled", "masked", "weights")])
     top = st.columns(2)
     bottom = st.columns(2)
@@ -145,7 +159,10 @@ def masked_attention() -> None:
         with top[1]:
             heatmap(att.masked, PADDED, PADDED, key="scores_map", explain=explain_score,
                     title=f"2 · {steps.labels[1]}")
-    if steps.shows(3):
+    if steps.shows(3) and not answered:  # the weights hold the exercise's answer
+        with bottom[0]:
+            after_answer()
+    elif steps.shows(3):
         with bottom[0]:
             heatmap(att.weights, PADDED, PADDED, key="weights_map", explain=explain_weight,
                     zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")

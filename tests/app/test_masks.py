@@ -1,5 +1,6 @@
-"""Stage 4 (masks): renders in both languages, shows the worked facts of docs/curriculum.md
-section 4, follows edits and shared links, and survives bad input."""
+"""Stage 5.1 (masks): renders in both languages, shows the worked facts of docs/curriculum.md
+(CURRICULUM 4) and the full formula with M, numbers positions from the valid flags, follows
+edits and shared links, and survives bad input. The weights wait for the a₂,₂ exercise."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ PAGE = "pages/05_masks.py"
 Q0 = [[0.5, 0.5], [0.5, 0.5], [1, 0], [0, 1], [1, 1], [1, -1]]
 K0 = [[1, 1], [1, 1], [1, 0], [0, 1], [1, 1], [0.5, 0.5]]
 INF = "−∞"
+ANSWERED = {"_masks.ex.self.answered": 1.0}  # the a₂,₂ exercise: the weights are drawn
 
 
 def fmt(v: float) -> str:
@@ -48,24 +50,25 @@ def expected_weights(q, k, causal: bool, pad: bool) -> list[list[str]]:
 
 
 def cells(at, index: int) -> list[list[str]]:
-    """The page's tables in order: targets, causal M, mask in use, scaled scores, masked
-    scores, weights."""
+    """The page's tables in order: targets, causal M, mask in use, position ids, scaled
+    scores, masked scores, weights (once the exercise is answered)."""
     return tables(at)[index].values.tolist()
 
 
 def weights(at) -> list[list[str]]:
-    return cells(at, 5)
+    return cells(at, 6)
 
 
 def test_renders_in_both_languages_with_targets_and_the_chain_rule(lang: str) -> None:
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang, state=ANSWERED)
     assert_clean(at)
-    assert at.title[0].value.startswith("4 · ")
+    assert at.title[0].value.startswith("5.1 · ")
     inputs, targets = cells(at, 0)
     assert inputs == ["运费", "谁", "承担", "？", "商家"]
     assert targets == ["谁", "承担", "？", "商家", "承担"]  # the inputs shifted by one
     text = page_text(at)
-    assert r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})" in text
+    assert r"P(x_0, \ldots, x_{n-1}) = \prod_{t=0}^{n-1} P(x_t \mid x_{<t})" in text
+    assert r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V" in text
     assert "P(承担 | 运费 谁 承担 ？ 商家)" in text
     assert catalogue(lang)["masks.self_note"].format(word="商家", target="承担", pos=4) in text
     finite = {"zh": "有限负数", "en": "large finite negative number"}[lang]
@@ -90,11 +93,19 @@ def test_mask_in_use_blocks_padding_and_the_future() -> None:
                                              for i in range(4)]
 
 
-def test_default_scores_and_weights() -> None:
+def test_position_ids_count_real_tokens_only() -> None:
     at = open_page(PAGE)
-    assert cells(at, 3)[3] == ["0.707", "0.707", "0.000", "0.707", "0.707", "0.354"]  # 谁
-    assert cells(at, 4)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
-    assert all(cell == INF for cell in cells(at, 4)[0] + cells(at, 4)[1])
+    ids = cells(at, 3)
+    assert ids[0] == ["[PAD]", "[PAD]", "运费", "谁", "承担", "？"]
+    assert ids[1:] == [["0", "0", "1", "1", "1", "1"], ["0", "0", "0", "1", "2", "3"]]
+    assert len(tables(at)) == 6 and "This appears once you have answered" in page_text(at)
+
+
+def test_default_scores_and_weights() -> None:
+    at = open_page(PAGE, state=ANSWERED)
+    assert cells(at, 4)[3] == ["0.707", "0.707", "0.000", "0.707", "0.707", "0.354"]  # 谁
+    assert cells(at, 5)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
+    assert all(cell == INF for cell in cells(at, 5)[0] + cells(at, 5)[1])
     w = weights(at)
     assert w == expected_weights(Q0, K0, causal=True, pad=True)
     assert w[3][2:4] == ["0.330", "0.670"]
@@ -108,16 +119,16 @@ def test_default_scores_and_weights() -> None:
 
 @pytest.mark.parametrize("step", [1, 2, 3])
 def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
-    at = open_page(PAGE, params={"masks.hand.step": str(step)})
+    at = open_page(PAGE, params={"masks.hand.step": str(step)}, state=ANSWERED)
     assert_clean(at)
-    frames = tables(at)[3:]  # after the targets and the two masks: the steps only
+    frames = tables(at)[4:]  # after the targets, the two masks and the ids: the steps only
     assert len(frames) == step
     assert frames[-1].values.tolist()[3][3] == ("0.670" if step == 3 else "0.707")
     assert ("all 26 blocked weights are exactly 0" in page_text(at)) == (step == 3)
 
 
 def test_padding_off_lets_real_tokens_read_pad() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.toggle("masks.pad").set_value(False).run()
     assert_clean(at)
     w = weights(at)
@@ -130,7 +141,7 @@ def test_padding_off_lets_real_tokens_read_pad() -> None:
 @pytest.mark.parametrize(("causal", "pad"), [(False, True), (False, False)])
 def test_shared_link_with_masks_switched_off(causal: bool, pad: bool) -> None:
     params = {"masks.causal": str(causal).lower(), "masks.pad": str(pad).lower()}
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert weights(at) == expected_weights(Q0, K0, causal=causal, pad=pad)
     blocked = sum(row.count(INF) for row in cells(at, 2))
@@ -138,7 +149,7 @@ def test_shared_link_with_masks_switched_off(causal: bool, pad: bool) -> None:
 
 
 def test_editing_the_last_key_changes_only_the_last_row() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     before = weights(at)
     at.text_input("masks.K").input("1, 1; 1, 1; 1, 0; 0, 1; 1, 1; 3, 0").run()
     assert_clean(at)
@@ -149,7 +160,8 @@ def test_editing_the_last_key_changes_only_the_last_row() -> None:
 
 def test_shared_link_with_new_queries() -> None:
     q_new = [[0, 0], [0, 0], [1, 0], [2, 0], [0, 2], [1, 1]]
-    at = open_page(PAGE, params={"masks.Q": "0, 0; 0, 0; 1, 0; 2, 0; 0, 2; 1, 1"})
+    at = open_page(PAGE, params={"masks.Q": "0, 0; 0, 0; 1, 0; 2, 0; 0, 2; 1, 1"},
+                   state=ANSWERED)
     assert_clean(at)
     assert weights(at) == expected_weights(q_new, K0, causal=True, pad=True)
 
@@ -159,13 +171,14 @@ def test_shared_link_with_new_queries() -> None:
 def test_bad_matrix_input_shows_an_error_and_keeps_the_last_value(key: str, bad: str) -> None:
     at = type_bad(PAGE, key, bad)
     assert_clean(at)
-    assert weights(at) == expected_weights(Q0, K0, causal=True, pad=True)
+    scaled = torch.tensor(Q0) @ torch.tensor(K0).T / math.sqrt(2)  # the defaults, kept
+    assert cells(at, 4) == [[fmt(v) for v in row] for row in scaled.tolist()]
 
 
 @pytest.mark.parametrize("params", [{"masks.causal": "maybe"}, {"masks.pad": "3"},
                                     {"masks.K": "1, x"}])
 def test_bad_link_value_gives_one_note_and_the_default(params: dict) -> None:
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1
     assert weights(at) == expected_weights(Q0, K0, causal=True, pad=True)
@@ -196,8 +209,9 @@ def test_self_weight_exercise_follows_the_padding_toggle() -> None:
 
 
 def test_clicked_cells_explain_themselves() -> None:
-    at = open_page(PAGE, state=click(("masks.causal_map", 2, 1), ("masks.mask_map", 0, 1),
-                                     ("masks.scores_map", 5, 3), ("masks.weights_map", 3, 3)))
+    at = open_page(PAGE, state={**ANSWERED, **click(
+        ("masks.causal_map", 2, 1), ("masks.mask_map", 0, 1), ("masks.scores_map", 5, 3),
+        ("masks.weights_map", 3, 3))})
     assert_clean(at)
     text = explanations(at)
     assert "「承担」 (position 2) may read 「谁」 (position 1)" in text
@@ -211,13 +225,13 @@ def test_clicked_cells_explain_themselves() -> None:
 
 def test_clicked_blocked_cells_and_empty_rows(lang: str) -> None:
     at = open_page(PAGE, lang, params={"masks.scores_map": "3,4", "masks.weights_map": "0,0",
-                                       "masks.causal_map": "0,3"})
+                                       "masks.causal_map": "0,3"}, state=ANSWERED)
     assert_clean(at)
     text, cat = explanations(at), catalogue(lang)
     assert cat["masks.cell_future"].format(i="运费", j="？", pi=0, pj=3) in text
     assert r"\tilde s_{3,4} = 0.707 + (-\infty) = -\infty" in text  # q_3·k_4/√2, then M
     assert cat["masks.cell_empty_row"].format(i="[PAD]", pi=0) in text
-    at = open_page(PAGE, lang, params={"masks.weights_map": "3,5"})
+    at = open_page(PAGE, lang, params={"masks.weights_map": "3,5"}, state=ANSWERED)
     assert r"a_{3,5} = e^{-\infty}" in explanations(at)
 
 

@@ -1,4 +1,4 @@
-"""Boolean masks: True = may attend."""
+"""Boolean masks (True = may attend), and the position ids of a padded batch (stage 5.1)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tinyformer.errors import ShapeError
+from tinyformer.lessons.padding import position_ids
 from tinyformer.masks import attention_mask, causal_mask, combine, padding_mask
 
 
@@ -143,3 +144,28 @@ def test_attention_mask_matches_pytorch_with_combined_masks() -> None:
     theirs = F.scaled_dot_product_attention(q[:, 2:], k, v, attn_mask=mask[:, 2:])
     torch.testing.assert_close(ours.output[:, 2:], theirs)
     assert bool((ours.weights[:, :2] == 0).all()) and bool((ours.output[:, :2] == 0).all())
+
+
+def test_position_ids_count_real_tokens_only() -> None:
+    """Against the obvious formula: cumulative count of real tokens − 1, at real tokens;
+    left, right and inner padding, random batches included."""
+    left = torch.tensor([[False, False, True, True, True, True]])  # the page's request
+    assert position_ids(left).tolist() == [[0, 0, 0, 1, 2, 3]]  # 运费 at 0, pads 0
+    right = torch.tensor([[True, True, True, False]])
+    assert position_ids(right).tolist() == [[0, 1, 2, 0]]  # right padding: ids = columns
+    gen = torch.Generator().manual_seed(0)
+    batch = torch.rand(64, 9, generator=gen) < 0.6  # [64, 9] random valid flags
+    for valid in (left, right, batch):
+        expected = valid.long().cumsum(-1) - 1  # [B, N]
+        ids = position_ids(valid)
+        assert ids.dtype == torch.int64
+        assert torch.equal(ids[valid], expected[valid])
+        assert bool((ids[~valid] == 0).all())
+
+
+@pytest.mark.parametrize(("valid", "key"), [(torch.ones(1, 3), "mask_not_bool"),
+                                            (torch.ones(3, dtype=torch.bool), "valid_not_2d")])
+def test_position_ids_reject_bad_input(valid: torch.Tensor, key: str) -> None:
+    with pytest.raises(ShapeError) as err:
+        position_ids(valid)
+    assert err.value.key == key
