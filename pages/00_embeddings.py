@@ -8,7 +8,7 @@ from tinyformer.embedding import anisotropic_cloud, cosine_table, mean_pairwise_
 from ui import explain
 from ui.charts import point_clouds, vectors
 from ui.example import gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap, matrix_frame
 from ui.fmt import dot_terms, latex_matrix, latex_vec, num
 from ui.formula import formula
@@ -66,9 +66,10 @@ gloss(WORDS)
 def plane() -> None:
     section(t("embeddings.plane_title"))
     st.markdown(t("embeddings.plane_lead"))
-    choice_exercise("unrelated", t("embeddings.ex_choice"),
-                    [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")],
-                    correct=1, explanation=t("embeddings.ex_choice_explain"))
+    unrelated = choice_exercise(
+        "unrelated", t("embeddings.ex_choice"),
+        [t("embeddings.ex_one"), t("embeddings.ex_zero"), t("embeddings.ex_minus")], correct=1,
+        explanation=t("embeddings.ex_choice_explain"))
     axes = (t("embeddings.axis_x"), t("embeddings.axis_y"))
     left, middle, right = st.columns([4, 4, 3])  # inputs, their picture, one worked cosine
     with left:
@@ -87,13 +88,27 @@ def plane() -> None:
     with right:
         worked_pair(cos, Stepper("hand", [t(f"embeddings.step_{k}")
                                           for k in ("dot", "norms", "cos", "angle")]))
+    worked = True  # the cosine exercise is answered (or has no answer: a zero vector)
     if (cos.norms == 0).any():
         st.error(t("embeddings.zero_vector", words="、".join(
             w for w, zero in zip(WORDS, (cos.norms == 0).tolist(), strict=True) if zero)))
     else:
-        number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
-                        explain.formula(t("embeddings.ex_number_steps"), cos_latex(cos, 1, 2)))
+        worked = number_exercise("cos", t("embeddings.ex_number"), float(cos.cosine[1, 2]),
+                                 explain.formula(t("embeddings.ex_number_steps"),
+                                                 cos_latex(cos, 1, 2)))
+    why = choice_exercise("cos_why", t("embeddings.ex_why"),
+                          [t(f"embeddings.ex_why_{k}") for k in "abc"], correct=1,
+                          explanation=t("embeddings.ex_why_explain"))
     fold(t("embeddings.cos_table"))
+    if unrelated and worked and why:  # the tables hold every exercise's answer
+        cosine_tables(cos)
+    else:
+        after_answer()
+    st.caption(t("embeddings.real_widths"))
+
+
+def cosine_tables(cos) -> None:
+    """The cosine and the angle of every pair, and what each range of values means."""
     def explain_cos(i: int, j: int) -> str:
         return explain.formula(t("embeddings.cell_cos", a=WORDS[i], b=WORDS[j]),
                                cos_latex(cos, i, j))
@@ -106,7 +121,8 @@ def plane() -> None:
                 zmax=180, colorscale="Purples", decimals=1, height=240,
                 title=t("embeddings.angle_table"))
     st.markdown(t("embeddings.which_is_which"))
-    st.caption(t("embeddings.real_widths"))
+
+
 plane()
 @part
 def whitening() -> None:

@@ -17,7 +17,6 @@ from tests.app.helpers import (
     reveal,
     tables,
     text_above,
-    type_bad,
 )
 from tinyformer.embedding import anisotropic_cloud, mean_pairwise_cosine, whiten
 from ui.fmt import num
@@ -38,15 +37,24 @@ WORKED = [r"\text{苹果} \cdot \text{梨} &= 0\cdot0.1 + 0.9\cdot0.7 \\ &= 0.63
           r"\theta &= \arccos(0.990) = 8.1^\circ"]
 
 
+# The exercises answered, as if by the learner: the tables they gate are drawn.
+ANSWERED = {"_embeddings.ex.unrelated.answered": 1, "_embeddings.ex.cos.answered": 0.141,
+            "_embeddings.ex.cos_why.answered": 1}
+
+
+def opened(lang: str = "en", **kwargs):
+    return open_page(PAGE, lang, state={**ANSWERED, **kwargs.pop("state", {})}, **kwargs)
+
+
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param), request.param
+    return opened(request.param), request.param
 
 
 def grid(at, which: int) -> dict[str, list[str]]:
     """The word-by-word tables in page order: 0 = cosines, 1 = angles in degrees."""
     frames = [f for f in tables(at) if list(f.index) == ["苹果", "梨", "动漫"]]
-    assert len(frames) == 2
+    assert len(frames) == 2, "the cosine tables are missing"
     return {str(i): [str(v) for v in row]
             for i, row in zip(frames[which].index, frames[which].values, strict=True)}
 
@@ -92,20 +100,28 @@ def test_exercise_answers_are_not_shown_above_them(default_page) -> None:
     assert "90.0" not in above
 
 
+def has_cosines(at) -> bool:
+    return any(list(f.index) == ["苹果", "梨", "动漫"] for f in tables(at))
+
+
 @pytest.mark.parametrize("lang", ONE_LANG)
-def test_exercises(lang) -> None:
+def test_the_tables_wait_for_the_exercises(lang) -> None:
     at = open_page(PAGE, lang)
+    assert not has_cosines(at) and "0.141" not in page_text(at)
     reveal(at, "embeddings.unrelated", 1)
     assert len(at.success) == 1 and "90°" in at.success[0].value
     answer(at, "embeddings.cos", 0.141)
-    assert len(at.success) == 1 and "0.141" in at.success[0].value
+    assert len(at.success) == 2 and "0.141" in at.success[1].value
     assert PEAR_ANIME in explanations(at)  # the worked steps
+    assert not has_cosines(at)  # the "why" exercise beside it is still open
+    reveal(at, "embeddings.cos_why", 1)
+    assert cosines(at) == DEFAULT_COS
     answer(at, "embeddings.cos", 0.99)
     assert "0.141" in at.warning[0].value
 
 
 def test_typed_points_update_cosines_and_the_exercise() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("embeddings.E").input("1, 0; 0, 1; -1, 0").run()
     assert_clean(at)
     assert cosines(at) == {"苹果": ["1.000", "0.000", "-1.000"], "梨": ["0.000", "1.000", "0.000"],
@@ -117,7 +133,7 @@ def test_typed_points_update_cosines_and_the_exercise() -> None:
 
 
 def test_slider_moves_only_its_component() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.slider("_embeddings.E~5").set_value(0.9).run()  # 动漫 · edible; entertainment stays
     assert_clean(at)
     assert at.text_input("embeddings.E").value == "0, 0.9; 0.1, 0.7; 0.9, 0.9"
@@ -125,7 +141,7 @@ def test_slider_moves_only_its_component() -> None:
 
 
 def test_opposite_preset_and_back() -> None:
-    at = open_page(PAGE)
+    at = opened()
     next(b for b in at.button if "动漫" in b.label).click().run()
     assert_clean(at)
     assert cosines(at)["苹果"] == ["1.000", "0.990", "-1.000"]
@@ -136,7 +152,7 @@ def test_opposite_preset_and_back() -> None:
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4])
 def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
-    at = open_page(PAGE, params={"embeddings.hand.step": str(step)})
+    at = opened(params={"embeddings.hand.step": str(step)})
     assert_clean(at)
     text = page_text(at)
     assert [s in text for s in WORKED] == [k < step for k in range(4)]
@@ -144,8 +160,8 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
 
 
 def test_shared_link_reproduces_the_plane() -> None:
-    at = open_page(PAGE, params={"embeddings.E": "1, 0; 0, 1; -1, 0", "embeddings.pts": "20",
-                                 "embeddings.seed": "7"})
+    at = opened(params={"embeddings.E": "1, 0; 0, 1; -1, 0", "embeddings.pts": "20",
+                        "embeddings.seed": "7"})
     assert_clean(at)
     assert cosines(at)["苹果"] == ["1.000", "0.000", "-1.000"]
     assert [m.value for m in at.metric] == metrics(20, 7)
@@ -154,22 +170,25 @@ def test_shared_link_reproduces_the_plane() -> None:
 @pytest.mark.parametrize("bad", [BAD_CELL, "1, 2; 3, 4", "1, 2, 3; 1, 2, 3; 1, 2, 3",
                                  "3, 0; 0, 1; 1, 1"])
 def test_bad_points_keep_the_last_value(bad: str) -> None:
-    at = type_bad(PAGE, "embeddings.E", bad)
+    at = opened()
+    at.text_input("embeddings.E").input(bad).run()
+    assert_clean(at)
+    assert len(at.error) == 1
     assert cosines(at) == DEFAULT_COS
 
 
 def test_zero_vector_has_no_cosine() -> None:
-    at = open_page(PAGE, params={"embeddings.E": "0, 0; 1, 1; 1, 0"})
+    at = opened(params={"embeddings.E": "0, 0; 1, 1; 1, 0"})
     assert_clean(at)
     assert len(at.error) == 1 and "苹果" in at.error[0].value
     assert cosines(at)["梨"] == ["", "1.000", "0.707"]  # no cosine: a blank cell, not a number
 
 
 def test_clicked_cell_explains_itself() -> None:
-    at = open_page(PAGE, state=click(("embeddings.cos_map", 1, 2)))
+    at = opened(state=click(("embeddings.cos_map", 1, 2)))
     assert_clean(at)
     assert PEAR_ANIME in explanations(at)
-    at = open_page(PAGE, params={"embeddings.angle_map": "0,2"})
+    at = opened(params={"embeddings.angle_map": "0,2"})
     assert r"&= \frac{0.000}{0.810} = 0.000 \\[4pt] \theta &= 90.0^\circ" in explanations(at)
 
 
@@ -183,8 +202,8 @@ def test_whitening_follows_points_and_seed() -> None:
 
 @pytest.mark.parametrize("lang", ONE_LANG)
 def test_bad_link_values_fall_back_with_a_note(lang) -> None:
-    at = open_page(PAGE, lang, params={"embeddings.pts": "5000", "embeddings.seed": "-3",
-                                       "embeddings.E": "1, 2"})
+    at = opened(lang, params={"embeddings.pts": "5000", "embeddings.seed": "-3",
+                              "embeddings.E": "1, 2"})
     assert_clean(at)
     assert len(at.error) == 3
     assert [m.value for m in at.metric] == metrics(200, 0)
