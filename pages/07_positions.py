@@ -7,7 +7,7 @@ from tinyformer.lessons.word_order import ShuffleComparison, compare_orders, shu
 from tinyformer.positional import sinusoidal, sinusoidal_row
 from ui import explain
 from ui.example import gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_matrix, num, short, vec
 from ui.formula import formula
@@ -73,6 +73,7 @@ def matched(cmp: ShuffleComparison, tag: str, suffix: str = "") -> None:
 @part
 def shuffle() -> None:
     """The order, width and seed drive only this section."""
+    st.caption(t("positions.tokens"))
     gloss(WORDS)
     cols = st.columns([3, 2, 1], vertical_alignment="bottom")
     with cols[0]:
@@ -96,28 +97,25 @@ def shuffle() -> None:
         if steps.shows(3):
             section(t("positions.pe_title"))
             moved = next(w for w in range(len(WORDS)) if plain.order[w] != w)  # first word moved
-            choice_exercise("pe", t("positions.ex_question"),
-                            [t("positions.ex_same"), t("positions.ex_change"),
-                             t("positions.ex_cols")], correct=1,
-                            explanation=t("positions.ex_explain", w=WORDS[moved], p=moved,
-                                          q=plain.order.index(moved),
-                                          a="".join(WORDS), b="".join(plain.second.words)))
+            answered = choice_exercise(
+                "pe", t("positions.ex_question"),
+                [t("positions.ex_same"), t("positions.ex_change"), t("positions.ex_cols")],
+                correct=1, explanation=t("positions.ex_explain", w=WORDS[moved], p=moved,
+                                         q=plain.order.index(moved), a="".join(WORDS),
+                                         b="".join(plain.second.words)))
             with_pe = compare_orders(WORDS, ORDERS[order], width, seed, with_positions=True)
             st.markdown(t("positions.pe_lead"))
             formula(r"x_p = e_{w_p} + PE_p",
                     rf"\begin{{bmatrix}}PE_0\\ PE_1\\ PE_2\end{{bmatrix}} = "
                     rf"{latex_matrix(with_pe.first.positions)}")
-            matched(with_pe, "pos", " (+ PE)")
+            if answered:  # the rows with positions answer the exercise
+                matched(with_pe, "pos", " (+ PE)")
+            else:
+                after_answer()
 
 
-@part
-def sinusoidal_table() -> None:
-    """The table's own width, position and length."""
-    section(t("positions.table_title"))
-    five = sinusoidal_row(5, 4)
-    number_exercise("pe52", t("positions.ex2_question"), float(five.values[2]),
-                    explain.formula(t("positions.ex2_steps"), pe_cell(5, 2, 4)))
-    formula(PE_SYMBOLIC)
+def explore() -> None:
+    """Any width, position and length: one row worked out, then the whole table."""
     left, right = st.columns([2, 3])
     with left:
         d = number("table_d", t("positions.table_d"), 1, 32, 4, gesture="both")
@@ -136,6 +134,23 @@ def sinusoidal_table() -> None:
             explain=lambda p, c: explain.formula(t("positions.cell_pe"), pe_cell(p, c, d)),
             x_title=t("positions.dim"), y_title=t("positions.position"))
     st.markdown(t("positions.table_read"))
+
+
+@part
+def sinusoidal_table() -> None:
+    """The table's own width, position and length."""
+    section(t("positions.table_title"))
+    formula(PE_SYMBOLIC)
+    five = sinusoidal_row(5, 4)
+    typed = number_exercise("pe52", t("positions.ex2_question"), float(five.values[2]),
+                            explain.formula(t("positions.ex2_steps"), pe_cell(5, 2, 4)))
+    why = choice_exercise("freqs", t("positions.why_question"),
+                          [t(f"positions.why_{k}") for k in "abc"], correct=0,
+                          explanation=t("positions.why_explain"))
+    if typed and why:  # the table holds PE[5, 2] and shows the pairs' speeds
+        explore()
+    else:
+        after_answer()
     st.info(t("positions.no_params"), icon=":material/straighten:")
     st.warning(t("positions.long_context"), icon=":material/warning:")
 
