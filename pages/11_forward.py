@@ -6,9 +6,9 @@ from tinyformer.lessons import forward_pass as fp
 from ui import explain
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
-from ui.fmt import num, shape, short
+from ui.fmt import num, shape
 from ui.formula import formula
 from ui.forward_cells import FORMULA, explain_cell
 from ui.i18n import t
@@ -26,14 +26,24 @@ random_run = st.cache_resource(max_entries=32)(fp.seeded_run)  # one run per set
 shipped_run = st.cache_resource(max_entries=4)(lambda q, d: fp.trained_run(q, d, shipped_model(d)))
 
 
-def step_label(k: int, step: fp.Step) -> str:  # "3 · Block 1 · LayerNorm 1"
-    block = "" if step.block is None else t("forward.block", b=step.block + 1) + " · "
+def step_label(k: int, step: fp.Step) -> str:  # "4 · Block 0 · LayerNorm 1"
+    block = "" if step.block is None else t("forward.block", b=step.block) + " · "
     return f"{k + 1} · {block}" + t(f"forward.step_{step.name}")
 
 
+def weights_row(values: list[float]) -> str:
+    """A row of attention weights with one number of decimals: [1, 0, 0] when every
+    weight is exactly 0 or 1 (a row the mask leaves one position), else 3 decimals each."""
+    exact = all(v in (0.0, 1.0) for v in values)
+    return ", ".join(str(int(v)) if exact else num(v) for v in values)
+
+
 @part
-def walk(run: fp.ForwardRun, rows: list[str], tok) -> None:  # the step slider: this part only
+def walk(run: fp.ForwardRun, rows: list[str], tok, answered: bool) -> None:  # this part only
     section(t("forward.walk_title"), folded=True)
+    if not answered:  # the weights' tables show the shape and row 0: both answers
+        after_answer()
+        return
     names = {s.id: step_label(k, s) for k, s in enumerate(run.steps)}
     chosen = choice("step", t("forward.step"), list(names), "tok", widget="slider",
                     format_func=names.get, options_shrink=True)
@@ -69,8 +79,10 @@ def walk(run: fp.ForwardRun, rows: list[str], tok) -> None:  # the step slider: 
 trained = choice("model", t("forward.model"), ["random", "trained"], "random",
                  widget="segmented", format_func=lambda m: t(f"forward.model_{m}")) != "random"
 shapes = ["[1, 2, 8, 8]", "[1, 8, 50]", "[1, 2, 8, 4]", "[1, 8, 8]"]  # the first is right
-choice_exercise("shape", t("forward.ex_question"), shapes, 0, t("forward.ex_explain"))
-number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
+shape_answered = choice_exercise("shape", t("forward.ex_question"), shapes, 0,
+                                 t("forward.ex_explain"))
+a00_answered = number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward.ex2_steps"))
+answered = shape_answered and a00_answered  # the run shows both answers
 section(t("forward.settings"))
 if trained:
     question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
@@ -103,19 +115,23 @@ with shown_errors():
     tok = (lambda i: f"{i}「{run.names[i]}」") if trained else str  # an ID, named
     rows = [f"{i} · " + (run.names[v] if trained else f"ID {v}") for i, v in enumerate(run.ids)]
     section(t("forward.run_title"))
-    st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads, w=c.width,
-                  device=run.model.device.type.upper(), logits=shape(trace.logits), n=n,
-                  v=c.vocab, attention=shape(trace.attention_weights), hd=c.head_dim))
-    mode = "on" if c.causal else "off"
-    st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
-                            first=", ".join(map(short, attention[h, 0].tolist())),
-                            all=", ".join(map(short, attention[h, -1].tolist())))
-                          for h in range(c.heads)))
-    said = st.success if c.causal else st.warning
-    said(t(f"forward.causal_{mode}", w=num(fp.later_weight(attention)[0, 0])))
-    top3 = ", ".join(f"({tok(i)}, {num(p, 4)})" for i, p in run.top[:3])
-    st.info(t("forward.last_only", last=n - 1, id=tok(run.ids[-1]), v=c.vocab,
-              logits=shape(trace.logits), top=top3), icon=":material/arrow_forward:")
-    bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
-         key="top", decimals=4, x_title=t("forward.next_id"), height=260)
-    walk(run, rows, tok)
+    if answered:
+        st.markdown(t("forward.run_facts", params=f"{c.parameter_count:,}", h=c.heads,
+                      w=c.width, device=run.model.device.type.upper(), n=n, v=c.vocab,
+                      logits=shape(trace.logits), attention=shape(trace.attention_weights),
+                      hd=c.head_dim))
+        mode = "on" if c.causal else "off"
+        st.markdown("\n".join(t(f"forward.rows_{mode}", h=h, n=n, last=n - 1,
+                                first=weights_row(attention[h, 0].tolist()),
+                                all=weights_row(attention[h, -1].tolist()))
+                              for h in range(c.heads)))
+        said = st.success if c.causal else st.warning
+        said(t(f"forward.causal_{mode}", w=num(fp.later_weight(attention)[0, 0])))
+        top3 = ", ".join(f"({tok(i)}, {num(p, 4)})" for i, p in run.top[:3])
+        st.info(t("forward.last_only", last=n - 1, id=tok(run.ids[-1]), v=c.vocab,
+                  logits=shape(trace.logits), top=top3), icon=":material/arrow_forward:")
+        bars([tok(i) for i, _ in run.top], {t("forward.prob"): [p for _, p in run.top]},
+             key="top", decimals=4, x_title=t("forward.next_id"), height=260)
+    else:  # its shapes and rows answer both exercises
+        after_answer()
+    walk(run, rows, tok, answered)

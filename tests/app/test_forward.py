@@ -31,6 +31,13 @@ PAGE = "pages/11_forward.py"
 IDS = [3, 8, 12, 5, 17, 42, 23, 6]
 ARTICLE = ["1,784", "[1, 8, 50]", "[1, 2, 8, 8]", "(40, 0.0538), (20, 0.0472), (35, 0.0444)"]
 FIRST_ROW = "row 0 = [1, 0, 0, 0, 0, 0, 0, 0]"
+# Both exercises answered: the run (its shapes and rows answer them) is drawn only then.
+ANSWERED = {"_forward.ex.shape.answered": 0, "_forward.ex.a00.answered": 1.0}
+
+
+def opened(params=None, lang: str = "en", state=None):
+    """The page as a learner sees it after answering both exercises."""
+    return open_page(PAGE, lang, params=params, state={**ANSWERED, **(state or {})})
 
 
 def first_query(model: TinyDecoder, ids: list[int]) -> torch.Tensor:
@@ -47,7 +54,7 @@ def top3(model: TinyDecoder, ids: list[int]) -> str:
 
 
 def test_defaults_show_the_articles_run(lang: str) -> None:
-    at = open_page(PAGE, lang)
+    at = opened(lang=lang)
     assert_clean(at)
     assert at.title[0].value.startswith("11 · ")
     text = page_text(at)
@@ -59,10 +66,12 @@ def test_defaults_show_the_articles_run(lang: str) -> None:
     assert catalogue(lang)["forward.causal_on"] in text
     assert "forward." not in text and "errors." not in text  # every key is translated
     assert "0 · ID 3" in text and "7 · ID 6" in text  # the token embeddings' table, rows by ID
+    last = TinyDecoder.seeded(7).trace(IDS).attention_weights[0, 0, -1].tolist()
+    assert "[" + ", ".join(f"{w:.3f}" for w in last) + "]" in text  # 3 decimals, every one
 
 
 def test_four_heads_have_width_two_and_the_same_logits_shape() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.button_group("forward.heads").set_value(4).run()
     assert_clean(at)
     text = page_text(at)
@@ -73,7 +82,7 @@ def test_four_heads_have_width_two_and_the_same_logits_shape() -> None:
 
 
 def test_causal_off_reads_the_future_and_says_so() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.toggle("forward.causal").set_value(False).run()
     assert_clean(at)
     text = page_text(at)
@@ -85,7 +94,7 @@ def test_causal_off_reads_the_future_and_says_so() -> None:
 
 
 def test_another_seed_and_other_ids() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.number_input("forward.seed").set_value(8).run()
     at.text_input("forward.ids").input("1, 2, 3").run()
     assert_clean(at)
@@ -99,7 +108,7 @@ def test_another_seed_and_other_ids() -> None:
 def test_a_shared_link_reproduces_the_page() -> None:
     params = {"forward.seed": "8", "forward.ids": "1, 2, 3", "forward.width": "12",
               "forward.heads": "3", "forward.layers": "2", "forward.step": "b1.weights"}
-    at = open_page(PAGE, params=params)
+    at = opened(params)
     assert_clean(at)
     text = page_text(at)
     model = TinyDecoder.seeded(8, width=12, heads=3, layers=2)
@@ -115,7 +124,7 @@ def test_a_shared_link_reproduces_the_page() -> None:
      ("-1, 3", "ids_outside_vocab")],
 )
 def test_bad_ids_give_one_message_and_the_articles_ids(typed: str, key: str) -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("forward.ids").input(typed).run()
     assert_clean(at)
     assert len(at.error) == 1
@@ -132,7 +141,7 @@ def test_bad_ids_message_is_translated() -> None:
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_width_8_with_3_heads_is_a_translated_message(lang: str) -> None:
-    at = open_page(PAGE, lang)
+    at = opened(lang=lang)
     at.button_group("forward.heads").set_value(3).run()
     assert_clean(at)
     expected = catalogue(lang)["errors.width_not_divisible"].format(width=8, heads=3)
@@ -145,7 +154,7 @@ def test_width_8_with_3_heads_is_a_translated_message(lang: str) -> None:
 def test_bad_link_values_fall_back_with_one_note_each() -> None:
     params = {"forward.heads": "5", "forward.width": "abc", "forward.causal": "maybe",
               "forward.seed": "1e300", "forward.step": "b7.q"}
-    at = open_page(PAGE, params=params)
+    at = opened(params)
     assert_clean(at)
     assert len(at.error) == len(params)
     for number in ARTICLE:
@@ -153,7 +162,7 @@ def test_bad_link_values_fall_back_with_one_note_each() -> None:
 
 
 def test_the_walk_visits_every_step_in_order() -> None:
-    at = open_page(PAGE, params={"forward.layers": "2"})
+    at = opened({"forward.layers": "2"})
     slider = at.select_slider("forward.step")
     expected = [*HEAD_STEPS, *(f"b{b}.{s}" for b in range(2) for s in BLOCK_STEPS), *TAIL_STEPS]
     assert list(slider.options) == [slider.format_func(s) for s in expected]
@@ -167,13 +176,20 @@ def test_the_walk_visits_every_step_in_order() -> None:
     assert not at.error and at.select_slider("forward.step").value == "tok"
 
 
-def test_choice_exercise_reveals_the_shape(lang: str) -> None:
+def test_choice_exercise_reveals_the_shape_and_the_run_waits_for_both(lang: str) -> None:
     at = open_page(PAGE, lang)
     explanation = catalogue(lang)["forward.ex_explain"]
-    assert explanation not in page_text(at)  # predict first: no answer before the reveal
+    waiting = catalogue(lang)["kit.after_answer"]
+    text = page_text(at)  # predict first: neither answer before the reveal
+    assert "[1, 2, 8, 8]" not in text and "[1, 0, 0, 0, 0, 0, 0, 0]" not in text
+    assert explanation not in text and text.count(waiting) == 2  # the run and the walk
     reveal(at, "forward.shape", 0)
     assert any(explanation in s.value and catalogue(lang)["kit.right"] in s.value
                for s in at.success)
+    assert "**[1, 2, 8, 8]**" not in page_text(at)  # still waiting for the second answer
+    answer(at, "forward.a00", 1.0)
+    text = page_text(at)
+    assert waiting not in text and all(number in text for number in ARTICLE)
 
 
 @pytest.mark.parametrize(("typed", "right"), [(1.0, True), (0.5, False)])
@@ -190,7 +206,7 @@ def test_number_exercise_checks_and_shows_the_steps(typed: float, right: bool) -
 
 
 def test_a_query_cell_explains_itself_with_its_own_numbers() -> None:
-    at = open_page(PAGE, params={"forward.step": "b0.q"}, state=click(("forward.map_b0_q_0", 3, 5)))
+    at = opened({"forward.step": "b0.q"}, state=click(("forward.map_b0_q_0", 3, 5)))
     q = first_query(TinyDecoder.seeded(7), IDS)
     text = explanations(at)
     assert "q_{3,5}" in text and f"= {q[3, 5]:.3f}" in text
@@ -200,16 +216,16 @@ def test_a_query_cell_explains_itself_with_its_own_numbers() -> None:
 def test_scores_and_weights_cells_blocked_and_open() -> None:
     params = {"forward.step": "b0.scores", "forward.map_b0_scores_1": "0,3",
               "forward.map_b0_scores_0": "7,2"}
-    text = explanations(open_page(PAGE, params=params))
+    text = explanations(opened(params))
     assert r"s_{0,3} = -\infty" in text and r"\sqrt{4}" in text  # head width 8 / 2
     weights = TinyDecoder.seeded(7).trace(IDS).attention_weights
     params = {"forward.step": "b0.weights", "forward.map_b0_weights_0": "7,2"}
-    text = explanations(open_page(PAGE, params=params))
+    text = explanations(opened(params))
     assert f"= {float(weights[0, 0, 7, 2]):.3f}" in text and r"a_{7,2}" in text
 
 
 def test_a_link_asking_for_a_gpu() -> None:
-    at = open_page(PAGE, params={"device": "cuda"})
+    at = opened({"device": "cuda"})
     assert_clean(at)
     text = page_text(at)
     if torch.cuda.is_available():
@@ -239,7 +255,7 @@ def trained_top3(question: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def trained_page(request):
-    return request.param, open_page(PAGE, request.param, params=TRAINED)
+    return request.param, opened(TRAINED, request.param)
 
 
 def test_the_trained_model_runs_the_running_example(trained_page) -> None:
@@ -254,21 +270,20 @@ def test_the_trained_model_runs_the_running_example(trained_page) -> None:
     assert text.count("row 0 = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]" if lang == "en"
                       else "= [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]") == 2
     assert catalogue(lang)["kit.random_weights"] not in text  # no random weights shown
-    assert catalogue(lang)["forward.trained_note"] in text
+    assert catalogue(lang)["forward.trained_note"].split("}")[-1] in text
     assert "0 · 商" in text and "13 · ？" in text  # rows named by their characters
     assert not re.search(r"\b(forward|errors)\.[a-z_]+\b(?!=)", text)  # all translated
 
 
 def test_the_switch_the_twin_and_a_shared_link() -> None:
-    at = open_page(PAGE)
+    at = opened()
     at.button_group("forward.model").set_value("trained").run()
     at.radio("forward.question").set_value("q2").run()
     assert_clean(at)
     top3, first = trained_top3(Q2)
     assert top3 in page_text(at) and first == "买"
     assert at.query_params["forward.question"] == "q2"
-    linked = open_page(PAGE, params={**TRAINED, "forward.question": "q2",
-                                     "forward.step": "b1.weights"})
+    linked = opened({**TRAINED, "forward.question": "q2", "forward.step": "b1.weights"})
     assert top3 in page_text(linked)
     assert linked.select_slider("forward.step").value == "b1.weights"
     at.button_group("forward.model").set_value("random").run()
@@ -279,7 +294,7 @@ def test_the_switch_the_twin_and_a_shared_link() -> None:
 @pytest.mark.parametrize("params", [{"forward.model": "maybe"},
                                     {**TRAINED, "forward.question": "q7"}])
 def test_bad_model_links_give_one_note_and_the_default(params) -> None:
-    at = open_page(PAGE, params=params)
+    at = opened(params)
     assert_clean(at)
     assert len(at.error) == 1
     expected = ARTICLE[0] if params["forward.model"] == "maybe" else trained_top3(Q1)[0]
@@ -287,7 +302,7 @@ def test_bad_model_links_give_one_note_and_the_default(params) -> None:
 
 
 def test_every_trained_intermediate_in_order() -> None:
-    at = open_page(PAGE, params=TRAINED)
+    at = opened(TRAINED)
     slider = at.select_slider("forward.step")
     expected = [*HEAD_STEPS, *(f"b{b}.{s}" for b in range(2) for s in BLOCK_STEPS), *TAIL_STEPS]
     assert list(slider.options) == [slider.format_func(s) for s in expected]
@@ -300,13 +315,12 @@ def test_every_trained_intermediate_in_order() -> None:
 def test_trained_cells_are_the_models_own_numbers() -> None:
     trained = load_model()
     model, ids = trained.model, list(trained.vocab.encode(Q1).ids)
-    at = open_page(PAGE, params={**TRAINED, "forward.step": "b0.q"},
-                   state=click(("forward.map_b0_q_0", 13, 20)))
+    at = opened({**TRAINED, "forward.step": "b0.q"}, state=click(("forward.map_b0_q_0", 13, 20)))
     q = first_query(model, ids)
     text = explanations(at)
     assert "q_{13,20}" in text and f"= {q[13, 20]:.3f}" in text
     probs = torch.softmax(model(torch.tensor(ids)[None])[0][0, -1], -1)
-    at = open_page(PAGE, params={**TRAINED, "forward.step": "probs", "forward.probs": "0,2"})
+    at = opened({**TRAINED, "forward.step": "probs", "forward.probs": "0,2"})
     text = explanations(at)  # 5 IDs to a row: row 0, column 2 is ID 2, 「商」
     assert "ID 2「商」" in text and f"= {float(probs[2]):.4f}" in text
 
@@ -314,7 +328,7 @@ def test_trained_cells_are_the_models_own_numbers() -> None:
 def test_a_missing_model_gives_one_translated_message(missing_model, lang) -> None:
     """No shipped model: one message instead of the run; the exercises and the switch
     back to random weights still work."""
-    at = open_page(PAGE, lang, params=TRAINED)
+    at = opened(TRAINED, lang)
     assert_clean(at)
     message = catalogue(lang)["errors.trained_model_missing"].format(path=missing_model)
     assert [e.value for e in at.error] == [message]
