@@ -1,12 +1,13 @@
 """Stage 12: three backbones; in cross-attention the decoder's queries read the encoder output."""
 
+import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons import backbones
 from tinyformer.masks import additive
 from ui import explain
 from ui.example import gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import shape
 from ui.formula import formula
@@ -64,8 +65,15 @@ def self_step(number: int, who: str, att, words, said: str) -> None:
             explain=lambda i, j: weight_cell(att, words, words, i, j, who))
 
 
+def shifted(ex: backbones.TranslationExample) -> None:
+    """Teacher forcing on the example: what each decoder position reads, what it learns."""
+    st.markdown(t("backbones.shift", start=backbones.START, first=ex.target[0]))
+    st.table(pd.DataFrame([ex.decoder_input, ex.target], columns=range(len(ex.target)),
+                          index=[t("backbones.row_input"), t("backbones.row_label")]))
+
+
 @part
-def cross_attention() -> None:  # sentences, width, seed and steps: this section only
+def cross_attention(qkv_answered: bool) -> None:  # sentences, width, seed, steps: this only
     section(t("backbones.cross_title"))
     left, right = st.columns(2)
     words_help = t("backbones.words_help", n=backbones.MAX_TOKENS)
@@ -81,12 +89,17 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
         ex = example(backbones.split_words(src), backbones.split_words(tgt), int(d), int(seed))
         gloss(ex.target)
         source = ex.source
-        target = ex.target
+        target = ex.decoder_input  # the rows of the decoder's tables
         ns = len(ex.source)
         nt = len(ex.target)
-        number_exercise("cells", t("backbones.ex2_question", ns=ns, nt=nt), nt * ns,
-                        t("backbones.ex2_steps", ns=ns, nt=nt, cells=nt * ns),
-                        tolerance=0, decimals=0)
+        shifted(ex)
+        cells = number_exercise("cells", t("backbones.ex2_question", ns=ns, nt=nt), nt * ns,
+                                t("backbones.ex2_steps", ns=ns, nt=nt, cells=nt * ns),
+                                tolerance=0, decimals=0)
+        rect = choice_exercise("rect", t("backbones.ex3_question"), [
+            t(f"backbones.ex3_{k}") for k in ("two", "mask", "cut")], correct=0,
+            explanation=t("backbones.ex3_explain", ns=ns, nt=nt))
+        answered = qkv_answered and cells and rect  # steps 3 and 4 answer all three
         st.markdown(t("backbones.post_norm"))
         formula(r"\mathrm{AddNorm}(x) = \mathrm{LayerNorm}\big(x + \mathrm{Sublayer}(x)\big)")
         steps = Stepper("flow", [t(f"backbones.step_{k}") for k in ("enc", "dec", "cross", "ffn")])
@@ -99,7 +112,9 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
             if steps.shows(k):
                 with column:
                     self_step(k, *side)
-        if steps.step(3):
+        if steps.step(3) and not answered:
+            after_answer()
+        elif steps.shows(3):
             formula(r"\begin{gathered}Q = H_{\mathrm{dec}} W_q \\ K = H_{\mathrm{enc}} W_k \\ "
                     r"V = H_{\mathrm{enc}} W_v\end{gathered}", r"\begin{gathered}" + r" \\ ".join(
                         rf"{n} = H_{{\mathrm{{{h}}}}} W_{m}:\ {shape(a)}\,[{d}, {d}] \to {shape(r)}"
@@ -129,8 +144,9 @@ def cross_attention() -> None:  # sentences, width, seed and steps: this section
                         explain=lambda i, j: weight_cell(cross.attention, target, source, i,
                                                          j, "cross"))
             st.caption(t("backbones.not_alignment"))
-        if steps.step(4):
-            st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1]))
+        if answered and steps.step(4):
+            st.markdown(t("backbones.do_ffn", h=shape(ex.decoder.output), last=target[-1],
+                          word=ex.target[-1]))
 
 
 section(t("backbones.side_title"))
@@ -143,14 +159,14 @@ for column, (kind, allowed) in zip(st.columns(3), kinds, strict=True):
         st.caption(t(f"backbones.{kind}_use"))
 st.caption(t("backbones.legend"))
 
-choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
+qkv = choice_exercise("qkv", t("backbones.ex_question"), [t(f"backbones.ex_{k}") for k in (
     "all_dec", "right", "swapped")], correct=1, explanation=t("backbones.ex_explain"))
 fold(t("backbones.cross_title"))
-cross_attention()
+cross_attention(qkv)
 
 section(t("backbones.why_title"))
 st.markdown(t("backbones.why", chat=CHAT))
 gloss(("请", "解释"))
-formula(r"P(x_1, \ldots, x_n) = \prod_{t=1}^{n} P(x_t \mid x_{<t})")
+formula(r"P(x_0, \ldots, x_{n-1}) = \prod_{t=0}^{n-1} P(x_t \mid x_{<t})")
 st.markdown(t("backbones.why_cache"))
 stage_link("kv_cache")

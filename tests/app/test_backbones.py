@@ -15,13 +15,17 @@ from tests.app.helpers import (
     reveal,
     tables,
 )
-from tinyformer.lessons.backbones import split_words, translation_example
+from tinyformer.lessons.backbones import shift_right, split_words, translation_example
 from ui.fmt import num
+from ui.i18n import catalogue
 
 PAGE = "pages/12_backbones.py"
 SOURCE, TARGET = "who pays the shipping ?", "运费 谁 承担"
 FACTS = ("GPT", "Llama", "Qwen", "Post-Norm", "请解释Transformer", "H_enc [5, 8]",
          "H_dec [3, 8]", "[3 × 5]", "Add & Norm")
+# The three exercises answered: cross-attention's steps (3 and 4) are drawn only then.
+ANSWERED = {f"_backbones.ex.{name}.answered": value
+            for name, value in (("qkv", 1), ("cells", 15.0), ("rect", 0))}
 
 
 def expected(source: str = SOURCE, target: str = TARGET, d: int = 8, seed: int = 0):
@@ -34,14 +38,20 @@ def expected(source: str = SOURCE, target: str = TARGET, d: int = 8, seed: int =
 
 
 def cross_tables(at, source: str = SOURCE, target: str = TARGET) -> list:
-    """The scores table, then the weights table: rows target words, columns source words."""
+    """The scores table, then the weights table: rows the decoder's input ([BOS] and the
+    target shifted right), columns source words."""
+    rows = shift_right(split_words(target))
     return [f.values.tolist() for f in tables(at)
-            if tuple(f.index) == split_words(target) and tuple(f.columns) == split_words(source)]
+            if tuple(f.index) == rows and tuple(f.columns) == split_words(source)]
+
+
+def opened(params=None, lang: str = "en", state=None):
+    return open_page(PAGE, lang, params=params, state={**ANSWERED, **(state or {})})
 
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return opened(lang=request.param)
 
 
 def test_defaults_show_the_facts_and_the_cross_attention_table(default_page):
@@ -57,16 +67,18 @@ def test_defaults_show_the_facts_and_the_cross_attention_table(default_page):
     assert "−∞" not in masks[0].values and "−∞" not in masks[2].values  # nothing blocked
     assert masks[1].values.tolist()[0] == ["0", "−∞", "−∞"]  # causal
     assert "3 × 5 = 15" not in text  # the numeric exercise's answer is not given away
+    shifted = next(f for f in tables(default_page) if f.shape == (2, 3) and "[BOS]" in f.values)
+    assert shifted.values.tolist() == [["[BOS]", "运费", "谁"], ["运费", "谁", "承担"]]
 
 
 def test_english_view_glosses_the_target_words():
-    assert "运费 *shipping fee*" in page_text(open_page(PAGE, "en"))
+    assert "运费 *shipping fee*" in page_text(opened())
 
 
 @pytest.mark.parametrize(("source", "d", "seed"), [("who pays ?", 8, 0), (SOURCE, 4, 0),
                                                    (SOURCE, 8, 3)])
 def test_edits_and_shared_links_give_the_same_numbers(source, d, seed):
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("backbones.src").input(source).run()
     at.slider("_backbones.d~s").set_value(d).run()
     at.number_input("backbones.seed").set_value(seed).run()
@@ -75,14 +87,14 @@ def test_edits_and_shared_links_give_the_same_numbers(source, d, seed):
     assert f"H_enc [{ns}, {d}]" in page_text(at) and f"[3 × {ns}]" in page_text(at)
     assert cross_tables(at, source)[1] == expected(source, d=d, seed=seed)
     params = {k: v for k, v in at.query_params.items() if k.startswith("backbones.")}
-    linked = open_page(PAGE, params=params)
+    linked = opened(params)
     assert cross_tables(linked, source)[1] == expected(source, d=d, seed=seed)
     if seed:
         assert expected(seed=seed) != expected()
 
 
 def test_a_longer_target_adds_rows():
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("backbones.tgt").input("运费 谁 承担 ？").run()
     assert cross_tables(at, target="运费 谁 承担 ？")[1] == expected(target="运费 谁 承担 ？")
 
@@ -94,7 +106,7 @@ def test_a_longer_target_adds_rows():
     ("backbones.tgt", "一 二 三 四 五 六 七 八 九", "it has 9"),
 ])
 def test_bad_words_show_one_message_and_the_page_goes_on(key, text, message):
-    at = open_page(PAGE)
+    at = opened()
     at.text_input(key).input(text).run()
     assert_clean(at)
     assert len(at.error) == 1 and message in at.error[0].value
@@ -116,44 +128,57 @@ def test_bad_words_message_is_translated():
     {"backbones.src": "x" * 81},
 ])
 def test_bad_link_values_fall_back_with_a_note(params):
-    at = open_page(PAGE, params=params)
+    at = opened(params)
     assert_clean(at)
     assert len(at.error) == 1
     assert cross_tables(at)[1] == expected()
 
 
-def test_choice_exercise(lang):
+def test_choice_exercises(lang):
     at = open_page(PAGE, lang)
     reveal(at, "backbones.qkv", 1)
     assert len(at.success) == 1 and "H_enc" in at.success[0].value
     reveal(at, "backbones.qkv", 0)
     assert len(at.warning) == 1
+    reveal(at, "backbones.rect", 0)  # why the table is rectangular, with this example's sizes
+    why = catalogue(lang)["backbones.ex3_explain"].format(nt=3, ns=5)
+    assert len(at.success) == 1 and why in at.success[0].value
 
 
 @pytest.mark.parametrize(("typed", "right"), [(15, True), (8, False)])
-def test_number_exercise(typed, right):
-    at = open_page(PAGE)
+def test_number_exercise_then_the_cross_attention_tables(typed, right):
+    others = {k: v for k, v in ANSWERED.items() if ".cells." not in k}
+    at = open_page(PAGE, state=others)
+    waiting = catalogue("en")["kit.after_answer"]
+    assert not cross_tables(at) and "[3 × 5]" not in page_text(at) and waiting in page_text(at)
     answer(at, "backbones.cells", typed)
     assert len(at.success if right else at.warning) == 1
     assert "3 × 5 = 15" in page_text(at)
+    assert cross_tables(at)[1] == expected() and waiting not in page_text(at)
+
+
+_EX = translation_example(split_words(SOURCE), split_words(TARGET), 8, 0)
+_CROSS = _EX.cross.attention  # scaled [3, 5], weights [3, 5]
 
 
 @pytest.mark.parametrize(("cell", "shown"), [
-    ({"backbones.cross_w": "1,2"}, (r"a_{1,2}", "e^{0.941}", "= 0.420")),
-    ({"backbones.cross_s": "0,3"}, (r"\tilde s_{0,3}", r"\sqrt{8}", "= 1.889")),
+    ({"backbones.cross_w": "1,2"}, (r"a_{1,2}", f"e^{{{num(_CROSS.scaled[1, 2])}}}",
+                                    f"= {num(_CROSS.weights[1, 2])}")),
+    ({"backbones.cross_s": "0,3"}, (r"\tilde s_{0,3}", r"\sqrt{8}",
+                                    f"= {num(_CROSS.scaled[0, 3])}")),
     ({"backbones.dec_w": "0,2"}, (r"a_{0,2} = e^{-\infty}",)),
     ({"backbones.enc_w": "4,1"}, (r"a_{4,1}", "= 0.405")),
     ({"backbones.dec_mask": "0,1"}, (r"M_{0,1} = -\infty",)),
     ({"backbones.cross_mask": "2,3"}, (r"M_{2,3} = 0", "cross-attention blocks no")),
 ])
 def test_cells_explain_themselves(cell, shown):
-    text = explanations(open_page(PAGE, params=cell))
+    text = explanations(opened(cell))
     for part in shown:
         assert part in text
 
 
 def test_a_link_to_a_step_shows_only_the_steps_so_far():
-    at = open_page(PAGE, params={"backbones.flow.step": "2"})
+    at = opened({"backbones.flow.step": "2"})
     text = page_text(at)
     assert "Decoder masked self-attention weights" in text
     assert "Cross-attention weights" not in text and not cross_tables(at)

@@ -13,12 +13,14 @@ from torch import nn
 from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.lessons.backbones import (
     MAX_TOKENS,
+    START,
     AttentionWeights,
     FFNWeights,
     backbone_masks,
     cross_attention,
     decoder_layer,
     encoder_layer,
+    shift_right,
     split_words,
     translation_example,
 )
@@ -164,11 +166,22 @@ def test_translation_example_shapes_and_reproducibility():
 
 
 def test_a_word_keeps_its_embedding_row_in_another_sentence():
-    a = translation_example(SOURCE, TARGET, 6, 3)
-    b = translation_example(("shipping", "who"), ("谁",), 6, 3)
+    a = translation_example(SOURCE, TARGET, 6, 3)  # the decoder reads [BOS] 运费 谁
+    b = translation_example(("shipping", "who"), ("运费", "付"), 6, 3)  # reads [BOS] 运费
     pe_a, pe_b = sinusoidal(5, 6, dtype=torch.float64), sinusoidal(2, 6, dtype=torch.float64)
     torch.testing.assert_close(a.x_source[3] - pe_a[3], b.x_source[0] - pe_b[0])
-    torch.testing.assert_close(a.x_target[1] - pe_a[1], b.x_target[0] - pe_b[0])
+    torch.testing.assert_close(a.x_target[:2], b.x_target)  # [BOS] and 运费, same positions
+
+
+def test_the_decoder_reads_the_target_shifted_right_behind_a_start_token():
+    assert shift_right(TARGET) == (START, "运费", "谁")  # teacher forcing
+    assert shift_right(("运费",)) == (START,)
+    ex = translation_example(SOURCE, TARGET, 8, 0)
+    assert ex.target == TARGET and ex.decoder_input == (START, "运费", "谁")
+    assert ex.x_target.shape == (3, 8) and ex.cross.attention.weights.shape == (3, 5)
+    # The last target word is only predicted, never read: changing it changes no row.
+    last_changed = translation_example(SOURCE, (*TARGET[:-1], "付"), 8, 0)
+    assert torch.equal(last_changed.decoder.output, ex.decoder.output)
 
 
 def test_the_encoder_reads_later_words_and_the_decoder_does_not():
@@ -176,8 +189,8 @@ def test_the_encoder_reads_later_words_and_the_decoder_does_not():
     source_changed = translation_example((*SOURCE[:-1], "!"), TARGET, 8, 0)
     # Bidirectional: the first source row changes when only the last source word does.
     assert not torch.allclose(base.h_enc[0], source_changed.h_enc[0])
-    target_changed = translation_example(SOURCE, (*TARGET[:-1], "付"), 8, 0)
-    # Causal: the first two target rows cannot see the changed third word.
+    target_changed = translation_example(SOURCE, (TARGET[0], "你", TARGET[2]), 8, 0)
+    # Causal: rows 0 and 1 ([BOS], 运费) cannot see row 2, which now reads 你, not 谁.
     torch.testing.assert_close(base.decoder.output[:2], target_changed.decoder.output[:2])
     assert not torch.allclose(base.decoder.output[2], target_changed.decoder.output[2])
 

@@ -9,6 +9,9 @@
   from H_enc, then an FFN. The cross-attention weights are rectangular: [N_target,
   N_source]. The layers here are Post-Norm, as in the original Transformer: each
   sub-layer is followed by Add & Norm, LayerNorm(x + sublayer(x)).
+- The decoder's input (teacher forcing): a start token, then the target shifted right by
+  one, so that the row at position i has read the start token and target[:i] and is
+  trained to predict target[i]; the causal mask keeps it from the words after those.
 
 The translation example uses seeded random embeddings and weights: teaching data that
 shows shapes and the flow of numbers, never a translation. Single-head attention keeps
@@ -40,6 +43,7 @@ from tinyformer.positional import sinusoidal
 MAX_TOKENS = 8  # per side: a table a learner can read
 MIN_WIDTH, MAX_WIDTH = 2, 16
 MAX_SEED = 2**31 - 1
+START = "[BOS]"  # the decoder's start token (beginning of sequence)
 FFN_FACTOR = 4  # hidden width of the FFN, as in the original Transformer
 
 
@@ -186,15 +190,17 @@ def decoder_layer(y: torch.Tensor, h_enc: torch.Tensor, self_attn: AttentionWeig
 # --- The translation example ----------------------------------------------------------
 @dataclass(frozen=True)
 class TranslationExample:
-    """An English source read by a one-layer encoder; the Chinese target written so far
-    through a one-layer decoder. Seeded random teaching data."""
+    """An English source read by a one-layer encoder; its Chinese translation (the
+    target) fed to a one-layer decoder as in training: shifted right by one behind a start
+    token (decoder_input). Seeded random teaching data."""
 
     source: tuple[str, ...]  # [Ns]
-    target: tuple[str, ...]  # [Nt]
+    target: tuple[str, ...]  # [Nt] the words the decoder's rows are trained to predict
+    decoder_input: tuple[str, ...]  # [Nt] START, then target[:-1]: what the decoder reads
     width: int
     masks: BackboneMasks
     x_source: torch.Tensor  # [Ns, d] embedding row + sinusoidal position row
-    x_target: torch.Tensor  # [Nt, d]
+    x_target: torch.Tensor  # [Nt, d] the decoder input's rows
     encoder: EncoderLayerTrace
     decoder: DecoderLayerTrace
 
@@ -207,6 +213,13 @@ class TranslationExample:
         return self.decoder.cross  # weights [Nt, Ns]
 
 
+def shift_right(target: Sequence[str]) -> tuple[str, ...]:
+    """The decoder's input in training (teacher forcing): the start token, then every
+    target word but the last. 运费 谁 承担 -> [BOS] 运费 谁: the row at position i has read
+    [BOS] and the first i words and is trained to predict word i."""
+    return (START, *tuple(target)[:-1])
+
+
 def split_words(text: str) -> tuple[str, ...]:
     """Words separated by white space: 'who pays the shipping ?' -> 5 tokens."""
     return tuple(text.split())
@@ -214,8 +227,9 @@ def split_words(text: str) -> tuple[str, ...]:
 
 def translation_example(source: Sequence[str], target: Sequence[str], width: int,
                         seed: int) -> TranslationExample:
-    """Run the source through a Post-Norm encoder layer and the target through a Post-Norm
-    decoder layer, with seeded random weights (float64).
+    """Run the source through a Post-Norm encoder layer and the target, shifted right
+    behind the start token (shift_right), through a Post-Norm decoder layer, with seeded
+    random weights (float64).
 
     A word's embedding row depends only on the seed, its side and the word itself, so it
     is the same in any sentence; the weights depend only on the seed and the width.
@@ -239,11 +253,13 @@ def translation_example(source: Sequence[str], target: Sequence[str], width: int
     enc_attn, dec_attn, cross_attn = (_attention_weights(width, gen) for _ in range(3))
     enc_ffn, dec_ffn = _ffn_weights(width, gen), _ffn_weights(width, gen)
     x_source = _embed(source, "source", width, seed)  # [Ns, d]
-    x_target = _embed(target, "target", width, seed)  # [Nt, d]
+    decoder_input = shift_right(target)  # [Nt]
+    x_target = _embed(decoder_input, "target", width, seed)  # [Nt, d]
     encoder = encoder_layer(x_source, enc_attn, enc_ffn)
     decoder = decoder_layer(x_target, encoder.output, dec_attn, cross_attn, dec_ffn)
-    return TranslationExample(source, target, width, backbone_masks(len(source), len(target)),
-                              x_source, x_target, encoder, decoder)
+    return TranslationExample(source, target, decoder_input, width,
+                              backbone_masks(len(source), len(target)), x_source, x_target,
+                              encoder, decoder)
 
 
 def _normal(gen: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
