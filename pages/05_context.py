@@ -1,13 +1,21 @@
-"""Stage 5.2: the same input row of 运费 leaves attention as two rows, one per context."""
+"""Stage 5.2: the same input row of 运费 leaves attention as two rows, one per context.
+
+After the masks (5.1): the causal mask it relies on is taught. Indices count from 0
+(components, blocks, heads)."""
 
 import pandas as pd
 import streamlit as st
 
-from tinyformer.lessons.context import TrainedComparison, compare_in_context, compare_trained
+from tinyformer.lessons.context import (
+    ContextComparison,
+    TrainedComparison,
+    compare_in_context,
+    compare_trained,
+)
 from tinyformer.lessons.probe import Shares
 from ui import explain
 from ui.example import Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_vec, num, term, vec
 from ui.formula import formula
@@ -51,8 +59,8 @@ def read_rows(words, at: int, scores, weights, labels, key: str, who: str, place
 
 def by_word(matrix, words, key: str, lead: str, latex, style: dict) -> None:
     """A [words, d] table whose cell (w, c) explains itself as lead + latex(w, c)."""
-    heatmap(matrix, [str(c + 1) for c in range(matrix.shape[1])], words, key=key, **style,
-            explain=lambda w, c: explain.formula(t(lead, j=words[w], c=c + 1), latex(w, c)),
+    heatmap(matrix, [str(c) for c in range(matrix.shape[1])], words, key=key, **style,
+            explain=lambda w, c: explain.formula(t(lead, j=words[w], c=c), latex(w, c)),
             x_title=t("context.component"))
 
 
@@ -60,16 +68,17 @@ def share(cmp, w: int, c: int) -> str:
     """Δ_{w,c} = (a⁽¹⁾_w − a⁽²⁾_w) v_{w,c}: one word's part of the difference."""
     word = rf"\text{{「{cmp.share_words[w]}」}}"
     a1, a2 = cmp.share_weights[w].tolist()
-    return (rf"\Delta_{{{word},{c + 1}}} = (a^{{(1)}}_{{{word}}} - a^{{(2)}}_{{{word}}})\,v_"
-            rf"{{{word},{c + 1}}} = ({num(a1)} - {num(a2)})\cdot{term(cmp.share_values[w, c], 3)}"
+    return (rf"\Delta_{{{word},{c}}} = (a^{{(1)}}_{{{word}}} - a^{{(2)}}_{{{word}}})\,v_"
+            rf"{{{word},{c}}} = ({num(a1)} - {num(a2)})\cdot{term(cmp.share_values[w, c], 3)}"
             rf" = {num(cmp.shares[w, c])}")
 
 
 def random_view() -> None:
     """运费 in both questions, through one seeded random attention layer."""
-    choice_exercise("same", t("context.ex_question"),
-                    [t("context.ex_same"), t("context.ex_reads"), t("context.ex_input")],
-                    correct=1, explanation=t("context.ex_explain"))
+    predicted = choice_exercise("same", t("context.ex_question"),
+                                [t("context.ex_same"), t("context.ex_reads"),
+                                 t("context.ex_input")],
+                                correct=1, explanation=t("context.ex_explain"))
     with st.container(horizontal=True, vertical_alignment="bottom"):
         width = number("d", t("context.width"), 1, 8, 4, gesture="slider")
         seed = number("seed", t("context.seed"), 0, 9999, 0)
@@ -77,47 +86,74 @@ def random_view() -> None:
     st.caption(t("context.no_positions"))
     with shown_errors():
         cmp = compare_in_context(Q1_WORDS, Q2_WORDS, WORD, int(width), int(seed))
-        a = cmp.a
-        b = cmp.b
         section(t("context.in_title"))
-        number_exercise("differ", t("context.ex2_question", d=width), cmp.inputs_differ,
-                        t("context.ex2_steps", row=", ".join(num(v, 2) for v in a.input_row),
-                          n=cmp.inputs_differ), tolerance=0, decimals=0)
-        for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
-            subsection(question, where=col)
-            col.latex(rf"x{sup}_{{\text{{{WORD}}}}} = {latex_vec(getattr(cmp, side).input_row, 2)}")
-        (st.success if cmp.inputs_differ == 0 else st.warning)(t(
-            "context.same_input" if cmp.inputs_differ == 0 else "context.inputs_differ",
-            d=a.x.shape[1], n=cmp.inputs_differ))
-        section(t("context.read_title"), folded=True)
-        st.markdown(t("context.read_lead"))
-        for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
-            subsection(question)
-            read_rows(reading.words, reading.at, reading.scores[None], reading.weights[None],
-                      [WORD], f"read_{side}", WORD)
-        j = b.words.index("退货")
-        number_exercise("part", t("context.ex3_question", v=vec(b.v[j])),
-                        float(b.contributions[j, 0]), explain.formula(t("context.ex3_steps"), adds(
-                            "退货", 1, b.weights[j], b.v[j, 0], b.contributions[j, 0])))
-        section(t("context.parts_title"))
-        st.markdown(t("context.parts_lead"))
-        style = diverging(a.contributions, b.contributions)
-        for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
-            r = getattr(cmp, side)
-            subsection(question, where=col)
-            with col:
-                by_word(r.contributions[: r.at + 1], r.read, f"parts_{side}", "context.cell_part",
-                        lambda w, c, r=r: adds(r.words[w], c + 1, r.weights[w], r.v[w, c],
-                                               r.contributions[w, c]), style)
-            col.latex(rf"o{sup} = \sum_j a{sup}_j v_j = {latex_vec(r.output)}")
-        section(t("context.diff_title"))
-        formula(r"o^{(1)} - o^{(2)} = \sum_w \big(a^{(1)}_w - a^{(2)}_w\big)\,v_w",
-                rf"o^{{(1)}} - o^{{(2)}} = {latex_vec(cmp.difference)}")
-        st.markdown(t("context.weights_moved") + "\n\n" + t("context.shares_lead"))
-        by_word(cmp.shares, cmp.share_words, "shares", "context.cell_share",
-                lambda w, c: share(cmp, w, c), diverging(cmp.shares))
-        st.caption(t("context.shares_sum"))
+        if number_exercise("differ", t("context.ex2_question", d=width), cmp.inputs_differ,
+                           t("context.ex2_steps", row=", ".join(num(v, 2) for v in
+                                                                cmp.a.input_row),
+                             n=cmp.inputs_differ), tolerance=0, decimals=0):
+            input_rows(cmp)  # the two rows answer the exercise
+        else:
+            after_answer()
+        computed = reads(cmp)
+        if predicted and computed:  # the parts and the outputs answer both exercises
+            outputs(cmp)
+        else:
+            after_answer()
     st.info(t("context.not_reason"), icon=":material/school:")
+
+
+def input_rows(cmp: ContextComparison) -> None:
+    """Section 1's result: 运费's input row in each question, compared."""
+    for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
+        subsection(question, where=col)
+        col.latex(rf"x{sup}_{{\text{{{WORD}}}}} = {latex_vec(getattr(cmp, side).input_row, 2)}")
+    (st.success if cmp.inputs_differ == 0 else st.warning)(t(
+        "context.same_input" if cmp.inputs_differ == 0 else "context.inputs_differ",
+        d=cmp.a.x.shape[1], n=cmp.inputs_differ))
+
+
+def reads(cmp: ContextComparison) -> bool:
+    """Section 2: 运费's weights in each question, then a contribution to compute and why
+    it is a product. True once the computation is answered."""
+    a, b = cmp.a, cmp.b
+    section(t("context.read_title"), folded=True)
+    st.markdown(t("context.read_lead"))
+    for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
+        subsection(question)
+        read_rows(reading.words, reading.at, reading.scores[None], reading.weights[None],
+                  [WORD], f"read_{side}", WORD)
+    j = b.words.index("退货")
+    computed = number_exercise("part", t("context.ex3_question", v=vec(b.v[j])),
+                               float(b.contributions[j, 0]),
+                               explain.formula(t("context.ex3_steps"), adds(
+                                   "退货", 0, b.weights[j], b.v[j, 0], b.contributions[j, 0])))
+    choice_exercise("blend", t("context.ex4_question"),
+                    [t("context.ex4_count"), t("context.ex4_blend"), t("context.ex4_key")],
+                    correct=1, explanation=t("context.ex4_explain"))
+    return computed
+
+
+def outputs(cmp: ContextComparison) -> None:
+    """Sections 3 and 4: 运费's output word by word in each question, and the difference."""
+    a, b = cmp.a, cmp.b
+    section(t("context.parts_title"))
+    st.markdown(t("context.parts_lead"))
+    style = diverging(a.contributions, b.contributions)
+    for col, (question, side, sup) in zip(st.columns(2), QUESTIONS, strict=True):
+        r = getattr(cmp, side)
+        subsection(question, where=col)
+        with col:
+            by_word(r.contributions[: r.at + 1], r.read, f"parts_{side}", "context.cell_part",
+                    lambda w, c, r=r: adds(r.words[w], c, r.weights[w], r.v[w, c],
+                                           r.contributions[w, c]), style)
+        col.latex(rf"o{sup} = \sum_j a{sup}_j v_j = {latex_vec(r.output)}")
+    section(t("context.diff_title"))
+    formula(r"o^{(1)} - o^{(2)} = \sum_w \big(a^{(1)}_w - a^{(2)}_w\big)\,v_w",
+            rf"o^{{(1)}} - o^{{(2)}} = {latex_vec(cmp.difference)}")
+    st.markdown(t("context.weights_moved") + "\n\n" + t("context.shares_lead"))
+    by_word(cmp.shares, cmp.share_words, "shares", "context.cell_share",
+            lambda w, c: share(cmp, w, c), diverging(cmp.shares))
+    st.caption(t("context.shares_sum"))
 
 
 def trained_view() -> None:
@@ -134,11 +170,11 @@ def trained_view() -> None:
                       pa=a.at, pb=b.at))
         st.table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
                                t("context.t_largest"): [num(x) for x in cmp.largest]},
-                              index=[t(f"context.stage_{k}", b=(i or 0) + 1)
+                              index=[t(f"context.stage_{k}", b=i or 0)
                                      for k, i in cmp.stages]))
         section(t("context.t_read_title", char=CHAR), folded=True)
         st.markdown(t("context.t_read_lead", char=CHAR))
-        labels = [t("context.head_label", b=b + 1, h=h + 1) for b, h in cmp.block_heads]
+        labels = [t("context.head_label", b=b, h=h) for b, h in cmp.block_heads]
         for column, r, side in zip(st.columns(2), (a, b), "ab", strict=True):
             with column:
                 subsection(r.question)

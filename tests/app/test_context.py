@@ -1,4 +1,5 @@
-"""Stage 5.2 in AppTest: 运费 enters both questions as one row and leaves as two."""
+"""Stage 5.2 (context) in AppTest: 运费 enters both questions as one row and leaves as
+two; each result appears once the exercise it answers is answered."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from ui.fmt import latex_vec, num
 from ui.i18n import catalogue
 
 PAGE = "pages/05_context.py"
+# The random view's three exercises answered: the input rows and the outputs are drawn.
+ANSWERED = {"_context.ex.same.answered": 1, "_context.ex.differ.answered": 0,
+            "_context.ex.part.answered": 0.0}
 
 
 def expected(width: int = 4, seed: int = 0) -> dict:
@@ -53,7 +57,7 @@ def shown_numbers(width: int = 4, seed: int = 0) -> list[str]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return open_page(PAGE, request.param, state=ANSWERED)
 
 
 def test_defaults_show_one_input_row_and_two_output_rows(default_page) -> None:
@@ -78,13 +82,13 @@ def test_english_view_glosses_the_words() -> None:
 
 @pytest.mark.parametrize(("width", "seed"), [(6, 0), (4, 7), (1, 3)])
 def test_edits_and_shared_links_give_the_same_numbers(width, seed) -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.slider("context.d").set_value(width).run()
     at.number_input("context.seed").set_value(seed).run()
     assert_clean(at)
     edited = page_text(at)
     linked = page_text(open_page(PAGE, params={"context.d": str(width),
-                                               "context.seed": str(seed)}))
+                                               "context.seed": str(seed)}, state=ANSWERED))
     for number in shown_numbers(width, seed):
         assert number in edited and number in linked
     assert latex_vec(expected()["diff"]) not in edited
@@ -95,7 +99,7 @@ def test_edits_and_shared_links_give_the_same_numbers(width, seed) -> None:
                                     {"context.seed": "1e300"}, {"context.seed": "-1"},
                                     {"context.seed": ""}])
 def test_a_bad_link_value_gives_one_note_and_the_default(params) -> None:
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1 and "default" in at.error[0].value
     for number in shown_numbers():
@@ -111,14 +115,15 @@ def test_a_seed_past_its_bound_is_refused() -> None:
 
 def test_choice_exercise() -> None:
     at = open_page(PAGE, "en")
-    assert len(at.success) == 1 and not at.warning  # only the page's "equal" note
+    assert not at.success and not at.warning  # no result before any answer
     reveal(at, "context.same", 1)
-    assert len(at.success) == 2 and "causal mask" in at.success[0].value
+    assert len(at.success) == 1 and "causal mask" in at.success[0].value
 
 
 @pytest.mark.parametrize(("typed", "right"), [(0, True), (2, False)])
 def test_how_many_input_numbers_differ(lang, typed, right) -> None:
     at = open_page(PAGE, lang)
+    assert latex_vec(expected()["a"]["x"], 2) not in page_text(at)  # the rows answer it
     answer(at, "context.differ", typed)
     assert len(at.success) == (2 if right else 1)  # plus the page's own "equal" note
     assert len(at.warning) == (0 if right else 1)
@@ -130,25 +135,30 @@ def test_a_contribution_to_compute(right) -> None:
     e = expected()["b"]
     j = Q2_WORDS.index("退货")
     part = float(e["weights"][j] * e["v"][j, 0])
-    at = open_page(PAGE)
+    at = open_page(PAGE, state={"_context.ex.same.answered": 1})
+    assert latex_vec(expected()["diff"]) not in page_text(at)  # the parts answer it
     answer(at, "context.part", round(part, 3) if right else part + 0.1)
-    assert len(at.success) == (2 if right else 1)
-    steps = rf"a_{{\text{{「退货」}}}}\,v_{{\text{{「退货」}},1}} = {num(e['weights'][j])}\cdot"
+    assert len(at.success) == (1 if right else 0)
+    steps = rf"a_{{\text{{「退货」}}}}\,v_{{\text{{「退货」}},0}} = {num(e['weights'][j])}\cdot"
     assert steps in explanations(at)  # the worked steps
+    assert latex_vec(expected()["diff"]) in page_text(at)  # both answered: the outputs
+    if right:  # the "why" beside the product
+        reveal(at, "context.blend", 1)
+        assert "Σ_j a_j v_j" in at.success[-1].value
 
 
 def test_cells_explain_themselves() -> None:
     state = click(("context.read_a", 0, 3), ("context.read_b", 0, 5),
                   ("context.parts_b", 1, 0))
-    at = open_page(PAGE, state=state, params={"context.shares": "6,0"})
+    at = open_page(PAGE, state={**state, **ANSWERED}, params={"context.shares": "6,0"})
     text = explanations(at)
     e = expected()
     assert "a_{5,3}" in text and r"\frac" in text and num(e["a"]["weights"][3]) in text
     assert r"a_{3,5} = e^{-\infty}" in text  # 承担 comes after 运费 in question 2
     returned = r"\text{「退货」}"
-    assert rf"a_{{{returned}}}\,v_{{{returned},1}} = {num(e['b']['weights'][1])}" in text
+    assert rf"a_{{{returned}}}\,v_{{{returned},0}} = {num(e['b']['weights'][1])}" in text
     share = -float(e["b"]["weights"][0] * e["b"]["v"][0, 0])  # 无理由: question 2 only
-    assert r"\Delta_{\text{「无理由」},1} = " in text and f"= {num(share)}" in text
+    assert r"\Delta_{\text{「无理由」},0} = " in text and f"= {num(share)}" in text
 
 
 # --- The trained model: 费 in both questions, numbers from the shipped model ----------
@@ -181,7 +191,8 @@ def test_the_trained_view_shows_the_models_own_numbers(trained_page) -> None:
     assert_clean(at)
     text = page_text(at)
     assert catalogue(lang)["kit.random_weights"] not in text  # no random weights here
-    assert catalogue(lang)["context.trained_note"].format(char="费") in text
+    note = catalogue(lang)["context.trained_note"].replace("{stage.training}", "13.1")
+    assert note.format(char="费") in text
     one, two = trained_numbers(Q1), trained_numbers(Q2)
     heat = [f for f in tables(at) if "费" in f.columns and len(f) == 4]
     assert heat[0].values.tolist() == [[f"{w:.2f}" for w in row] for row in one["rows"].tolist()]
@@ -201,7 +212,7 @@ def test_the_trained_view_shows_the_models_own_numbers(trained_page) -> None:
 
 
 def test_the_switch_and_a_shared_link_agree() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     assert latex_vec(expected()["diff"]) in page_text(at)  # the random view
     at.button_group("context.model").set_value("trained").run()
     assert_clean(at)
@@ -225,7 +236,7 @@ def test_the_same_place_twin_makes_the_inputs_identical() -> None:
 @pytest.mark.parametrize("params", [{"context.model": "maybe"},
                                     {**TRAINED, "context.twin": "q9"}])
 def test_bad_model_links_give_one_note_and_the_default(params) -> None:
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1 and "default" in at.error[0].value
     if params["context.model"] == "maybe":
@@ -246,7 +257,7 @@ def test_a_trained_attention_cell_explains_itself() -> None:
 def test_a_missing_model_gives_one_translated_message(missing_model, lang) -> None:
     """No shipped model (a fresh checkout without assets/model): one message, the random
     view still works."""
-    at = open_page(PAGE, lang, params=TRAINED)
+    at = open_page(PAGE, lang, params=TRAINED, state=ANSWERED)
     assert_clean(at)
     message = catalogue(lang)["errors.trained_model_missing"].format(path=missing_model)
     assert [e.value for e in at.error] == [message]
