@@ -3,11 +3,12 @@ sub-layer reads, so its stream keeps every block's additions."""
 
 import streamlit as st
 
+from tinyformer.lessons.norm_placement import WIDTHS, gradient_by_block
 from tinyformer.residual import BlockFlow, compare_placements
 from ui.charts import PALETTE, boxes_and_arrows, lines
 from ui.example import TAIL4, gloss
-from ui.exercise import choice_exercise, number_exercise
-from ui.fmt import num, vec
+from ui.exercise import after_answer, choice_exercise, number_exercise
+from ui.fmt import decimals_for, num, vec
 from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import choice, number
@@ -37,6 +38,12 @@ def measure(blocks: int, seed: int, scale: float, norm: str):
     return compare_placements(blocks, seed, scale, norm, N_TOKENS, WIDTH, HEADS)
 
 
+@st.cache_resource(max_entries=64)
+def gradients(blocks: int, seed: int, scale: float, norm: str, width: int):
+    """Shared by every session: at width 4 the same input rows and blocks as measure()."""
+    return gradient_by_block(blocks, seed, scale, norm, N_TOKENS, width, HEADS)
+
+
 def diagram(flow: BlockFlow, row: int, shown: int) -> None:
     """A block as boxes and arrows (stream left, branch right); each box shows its
     step's value for one position."""
@@ -48,6 +55,12 @@ def diagram(flow: BlockFlow, row: int, shown: int) -> None:
     boxes_and_arrows(boxes, arrows, key=f"flow_{flow.placement}", rows=len(flow.steps))
 
 
+def ratio(value: float) -> str:
+    """A ratio of two gradient norms: 3 decimals, more when it is tiny (2 significant
+    digits: 0.00042)."""
+    return num(value, decimals_for([value], digits=2))
+
+
 @part
 def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this section's own
     section(t("pre_post_norm.stack_title"))
@@ -55,13 +68,13 @@ def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this 
         st.markdown(t("pre_post_norm.stack_lead", n=N_TOKENS, d=WIDTH, count=N_TOKENS * WIDTH))
         quiz = st.container()  # predict first: filled once the block count is known
         blocks = number("blocks", t("pre_post_norm.blocks"), 1, MAX_BLOCKS, 8, gesture="slider")
-        cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 1 as drawn above
+        cmp = measure(int(blocks), int(seed), float(scale), norm)  # block 0 as drawn above
         pre = cmp.pre.stream_rms
         post = cmp.post.stream_rms
         larger = 2 if abs(pre[-1] - post[-1]) < 0.05 * max(pre[-1], post[-1]) else \
             int(post[-1] > pre[-1])
         with quiz:
-            choice_exercise(
+            grew = choice_exercise(
                 "grow",
                 t("pre_post_norm.ex_question", blocks=blocks),
                 [t("pre_post_norm.ex_pre"), t("pre_post_norm.ex_post"), t("pre_post_norm.ex_same")],
@@ -70,35 +83,79 @@ def stack(seed: int, scale: float, norm: str) -> None:  # the block count: this 
                     "pre_post_norm.ex_explain", blocks=blocks, pre=num(pre[-1]), post=num(post[-1])
                 ),
             )
-            number_exercise(
+            predicted = number_exercise(
                 "post_rms",
                 t("pre_post_norm.ex2_question", blocks=blocks, norm=NAMES[norm]),
                 post[-1],
                 t(f"pre_post_norm.ex2_steps_{norm}", value=num(post[-1])),
             )
-        lines(
-            list(range(blocks + 1)),
-            {NAMES["pre"]: pre, NAMES["post"]: post},
-            key="sizes",
-            markers=True,
-            x_title=t("pre_post_norm.blocks_x"),
-            y_title=t("pre_post_norm.rms_y"),
-            y_range=(0, 1.15 * max(*pre, *post)),
-        )
-        updates = cmp.pre.update_rms
-        st.markdown(
-            t(
-                "pre_post_norm.measured",
-                blocks=blocks,
-                start=num(pre[0]),
-                pre=num(pre[-1]),
-                post=num(post[-1]),
-                lo=num(min(updates)),
-                hi=num(max(updates)),
+        if not (grew and predicted):  # the curve answers both
+            after_answer()
+        else:
+            lines(
+                list(range(blocks + 1)),
+                {NAMES["pre"]: pre, NAMES["post"]: post},
+                key="sizes",
+                markers=True,
+                whole_x=True,
+                x_title=t("pre_post_norm.blocks_x"),
+                y_title=t("pre_post_norm.rms_y"),
+                y_range=(0, 1.15 * max(*pre, *post)),
             )
-        )
-        st.caption(t("pre_post_norm.not_training"))
-        st.info(t("pre_post_norm.final_norm"), icon=":material/info:")
+            updates = cmp.pre.update_rms
+            st.markdown(
+                t(
+                    "pre_post_norm.measured",
+                    blocks=blocks,
+                    start=num(pre[0]),
+                    pre=num(pre[-1]),
+                    post=num(post[-1]),
+                    lo=num(min(updates)),
+                    hi=num(max(updates)),
+                )
+            )
+            st.caption(t("pre_post_norm.not_training"))
+            st.info(t("pre_post_norm.final_norm"), icon=":material/info:")
+        gradient_section(int(blocks), seed, scale, norm)
+
+
+def gradient_section(blocks: int, seed: int, scale: float, norm: str) -> None:
+    """Inside stack(): the same block count, seed, input size and norm."""
+    section(t("pre_post_norm.grad_title"))
+    st.markdown(t("pre_post_norm.grad_lead", n=N_TOKENS))
+    width = choice("grad_d", t("pre_post_norm.grad_width"), WIDTHS, WIDTH,
+                   format_func=lambda d: f"d = {d}", widget="segmented",
+                   help=t("pre_post_norm.grad_width_help", d=WIDTH, heads=HEADS))
+    if blocks < 2:
+        st.info(t("pre_post_norm.grad_needs_two"))
+        return
+    grads = gradients(blocks, seed, scale, norm, width)
+    pre = grads.pre.block_grad
+    post = grads.post.block_grad
+    last = blocks - 1
+    smaller = (pre[0] < pre[-1], post[0] < post[-1])  # block 0 below the last block?
+    options = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}
+    answered = choice_exercise(
+        "starved",
+        t("pre_post_norm.grad_question", last=last, d=width),
+        [t(f"pre_post_norm.grad_{k}") for k in ("pre_only", "post_only", "both", "neither")],
+        correct=options[smaller],
+        explanation=t("pre_post_norm.grad_explain", last=last, pre0=num(pre[0]),
+                      pre_last=num(pre[-1]), post0=num(post[0]), post_last=num(post[-1])),
+    )
+    if not answered:
+        after_answer()
+        return
+    lines(list(range(blocks)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="grads",
+          markers=True, whole_x=True, x_title=t("pre_post_norm.grad_x"),
+          y_title=t("pre_post_norm.grad_y"), y_range=(0, 1.15 * max(*pre, *post)))
+    post_key = "pre_post_norm.grad_post_small" if smaller[1] else "pre_post_norm.grad_post_not"
+    st.markdown(t("pre_post_norm.grad_pre", last=last, r=ratio(pre[0] / pre[-1])) + " "
+                + t(post_key, last=last, r=ratio(post[0] / post[-1])))
+    st.markdown(t("pre_post_norm.grad_why"))
+    st.markdown(t("pre_post_norm.grad_width_note", d=width))
+    st.info(t("pre_post_norm.grad_reason"), icon=":material/school:")
+    st.caption(t("pre_post_norm.grad_not_training"))
 
 
 cols = st.columns([3, 2, 4, 3])

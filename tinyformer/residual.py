@@ -180,6 +180,17 @@ def compare_placements(n_blocks: int, seed: int, scale: float = 1.0, norm: str =
     The input rows are drawn from N(0, scale^2), then the blocks' weights, all from one
     seeded generator: random teaching data, never a trained model.
     """
+    x, blocks, _ = seeded_stack(n_blocks, seed, scale, norm, tokens, width, heads, eps)
+    return PlacementComparison(x, blocks, run_stack(x, blocks, "pre", norm, eps),
+                               run_stack(x, blocks, "post", norm, eps))
+
+
+def seeded_stack(n_blocks: int, seed: int, scale: float = 1.0, norm: str = "layer",
+                 tokens: int = 4, width: int = 4, heads: int = 2, eps: float = 1e-5
+                 ) -> tuple[torch.Tensor, tuple[BlockWeights, ...], torch.Generator]:
+    """The checked settings' input rows x [N, d] and blocks, drawn in that order from one
+    generator seeded with `seed`; the generator is returned so that a caller can draw
+    more teaching data after them."""
     _check_int("stream_blocks", "blocks", n_blocks, 1, MAX_BLOCKS)
     _check_int("stream_seed", "seed", seed, 0, MAX_SEED)
     _check_int("stream_size", "N", tokens, 1, MAX_TOKENS)
@@ -196,9 +207,14 @@ def compare_placements(n_blocks: int, seed: int, scale: float = 1.0, norm: str =
     check_eps(eps)
     generator = torch.Generator().manual_seed(seed)
     x = scale * torch.randn(tokens, width, generator=generator, dtype=torch.float64)  # [N, d]
-    blocks = random_blocks(n_blocks, width, heads, generator)
-    return PlacementComparison(x, blocks, run_stack(x, blocks, "pre", norm, eps),
-                               run_stack(x, blocks, "post", norm, eps))
+    return x, random_blocks(n_blocks, width, heads, generator), generator
+
+
+def norm_rows(x: torch.Tensor, norm: str = "layer", eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm or RMSNorm of every row (γ = 1, β = 0): a Pre-Norm stack's final norm."""
+    _check_choice("norm", norm, NORMS)
+    check_eps(eps)
+    return _norm(x, norm, eps)
 
 
 def _check_int(key: str, name: str, value: int, lo: int, hi: int) -> None:

@@ -1,16 +1,29 @@
-"""Residual add, and Pre-Norm / Post-Norm blocks against PyTorch's own
-nn.TransformerEncoderLayer (norm_first=True is Pre-Norm, False is Post-Norm)."""
+"""Residual add, Pre-Norm / Post-Norm blocks against PyTorch's own
+nn.TransformerEncoderLayer (norm_first=True is Pre-Norm, False is Post-Norm), and the
+gradients of stage 9.2 against finite differences."""
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import pytest
 import torch
 from torch import nn
 
 from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.lessons.norm_placement import (
+    MATRICES,
+    block_norms,
+    gradient_by_block,
+    readout_loss,
+    stack_output,
+    weight_gradients,
+)
 from tinyformer.residual import (
     BlockWeights,
     compare_placements,
+    norm_rows,
     random_blocks,
     residual_add,
     rms,
@@ -152,3 +165,54 @@ def test_a_longer_stack_starts_with_the_same_blocks() -> None:
     assert short.post.stream_rms == long.post.stream_rms[:4]
     for a, b in zip(short.pre.first_block.steps, long.pre.first_block.steps, strict=True):
         assert torch.equal(a.value, b.value)
+
+
+# --- stage 9.2's gradients at initialisation (tinyformer.lessons.norm_placement) -------
+
+
+def test_gradient_stacks_are_the_same_blocks_as_the_sizes() -> None:
+    """The gradients are taken on the very stacks compare_placements runs: same input,
+    same weights, tinyformer's own blocks, Pre-Norm with its final norm."""
+    grads, cmp = gradient_by_block(3, seed=5, scale=2.0), compare_placements(3, 5, 2.0)
+    assert torch.equal(grads.x, cmp.x)
+    assert all(torch.equal(a.w_2, b.w_2) for a, b in zip(grads.blocks, cmp.blocks, strict=True))
+    torch.testing.assert_close(grads.post.output, cmp.post.streams[-1])
+    torch.testing.assert_close(grads.pre.output, norm_rows(cmp.pre.streams[-1]))
+    assert grads.pre.loss == pytest.approx(float((grads.readout * grads.pre.output).sum()))
+    assert len(grads.pre.block_grad) == len(grads.post.block_grad) == 3
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_autograd_matches_a_finite_difference(gen, placement, norm) -> None:
+    """d loss / d W along a random direction V of every weight: <grad, V> against
+    (loss(W + hV) - loss(W - hV)) / 2h, in float64."""
+    x = torch.randn(N, D, generator=gen, dtype=torch.float64)
+    blocks = random_blocks(2, D, HEADS, gen)
+    readout = torch.randn(N, D, generator=gen, dtype=torch.float64)
+    _, _, grads = weight_gradients(x, blocks, readout, placement, norm)
+    moves = [{m: torch.randn(getattr(w, m).shape, generator=gen, dtype=torch.float64)
+              for m in MATRICES} for w in blocks]
+
+    def loss_at(h: float) -> float:
+        moved = tuple(dataclasses.replace(w, **{m: getattr(w, m) + h * v[m] for m in MATRICES})
+                      for w, v in zip(blocks, moves, strict=True))
+        return float(readout_loss(stack_output(x, moved, placement, norm), readout))
+
+    h = 1e-6
+    numeric = (loss_at(h) - loss_at(-h)) / (2 * h)
+    analytic = sum(float((g * v[m]).sum()) for block, v in zip(grads, moves, strict=True)
+                   for g, m in zip(block, MATRICES, strict=True))
+    assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+    norms = block_norms(grads)
+    assert norms[0] == pytest.approx(math.sqrt(sum(float(g.pow(2).sum()) for g in grads[0])))
+
+
+@pytest.mark.parametrize(("kwargs", "key"), [
+    ({"n_blocks": 0}, "stream_blocks"), ({"width": 65}, "stream_size"),
+    ({"width": 6, "heads": 4}, "width_not_divisible"), ({"norm": "batch"}, "stream_choice"),
+])
+def test_gradient_settings_are_bounded(kwargs, key) -> None:
+    with pytest.raises((ParameterError, ShapeError)) as info:
+        gradient_by_block(**({"n_blocks": 2, "seed": 0} | kwargs))
+    assert info.value.key == key
