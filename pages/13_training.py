@@ -15,7 +15,7 @@ from tinyformer.lessons.probe import probe
 from ui import training
 from ui.charts import lines
 from ui.example import Q1_WORDS, Q2_WORDS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import number
@@ -56,13 +56,18 @@ with left:
 outcome = None
 with right:
     even = untrained(D)
-    number_exercise("even", t("training.ex2_question", v=even.vocab), even.even,
-                    t("training.ex2_steps", v=even.vocab, even=num(even.even)), tolerance=0.01)
+    answered = number_exercise("even", t("training.ex2_question", v=even.vocab), even.even,
+                               t("training.ex2_steps", v=even.vocab, even=num(even.even)),
+                               tolerance=0.01)
     with shown_errors():
         settings = tr.check_settings(tr.TrainSettings(layers, width, heads, steps, rate, seed))
         start = untrained(settings)
-        st.markdown(t("training.untrained", loss=num(start.heldout), v=start.vocab,
-                      even=num(start.even)))
+        if answered:  # it prints ln V, the exercise's answer
+            st.markdown(t("training.untrained", loss=num(start.heldout), v=start.vocab,
+                          even=num(start.even)))
+        else:
+            after_answer()
+        st.markdown(t("training.batch", b=settings.batch_size))
         weights_note = st.empty()
         outcome = training.train_button(settings, QUESTIONS)
         if outcome is None:  # the model on show is still the untrained one

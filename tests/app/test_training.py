@@ -24,7 +24,6 @@ from tests.app.helpers import (
     page_text,
     reveal,
     tables,
-    text_above,
 )
 from tinyformer.lessons import train as tr
 from tinyformer.lessons.corpus import split_corpus
@@ -38,6 +37,7 @@ TRAIN = "_training.train"
 LIMIT_S = 30.0  # the longest any test waits for a held slot to be released
 TINY = {"training.layers": "1", "training.heads": "1", "training.width": "8",
         "training.steps": "12", "training.lr": "0.01"}
+ANSWERED = {"_training.ex.even.answered": 4.745}  # the untrained loss, beside ln V, shows then
 
 
 def text(lang: str, key: str, **values) -> str:
@@ -93,8 +93,9 @@ def test_defaults(lang):
     assert_clean(at)
     shown = page_text(at)
     start = tr.starting_loss(tr.DEFAULT_SETTINGS)
-    assert f"**{num(start.heldout)}**" in shown and text(lang, "kit.random_weights") in shown
-    assert num(start.even) not in text_above(at, "_training.ex.even.value")  # predict first
+    assert num(start.even) not in shown and f"**{num(start.heldout)}**" not in shown  # predict
+    assert text(lang, "kit.after_answer") in shown and text(lang, "kit.random_weights") in shown
+    assert text(lang, "training.batch", b=32) in shown  # why it pads on the right
     assert text(lang, "training.ex_explain") not in shown
     keys = [b.key for b in at.button]
     assert TRAIN in keys and "_training.stop" not in keys  # Stop appears only while training
@@ -102,7 +103,7 @@ def test_defaults(lang):
 
 def test_training_draws_a_growing_curve_then_the_results(sent):
     params, settings = tiny(seed=101)
-    at = open_page(PAGE, "en", params=params)
+    at = open_page(PAGE, "en", params=params, state=ANSWERED)
     assert f"**{num(tr.starting_loss(settings).heldout)}**" in page_text(at)  # the link's
     at.button(TRAIN).click().run()
     assert_clean(at)
@@ -198,7 +199,7 @@ def test_stop_interrupts_frees_the_slot_and_keeps_nothing(sent, slot):
 
 
 def test_width_that_heads_cannot_split_is_one_message_and_the_page_goes_on(lang):
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang, state=ANSWERED)
     at.slider("training.heads").set_value(3).run()
     assert_clean(at)
     assert [e.value for e in at.error] == [text(lang, "errors.train_width_heads", width=32,
@@ -213,7 +214,7 @@ def test_width_that_heads_cannot_split_is_one_message_and_the_page_goes_on(lang)
 def test_bad_link_values_fall_back_to_the_defaults_with_a_note(lang):
     bad = {"training.width": "abc", "training.steps": "1e300", "training.lr": "nan",
            "training.layers": "9", "training.heads": "-1", "training.seed": "2.5"}
-    at = open_page(PAGE, lang, params=bad)
+    at = open_page(PAGE, lang, params=bad, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == len(bad)
     start = tr.starting_loss(tr.DEFAULT_SETTINGS)
@@ -226,5 +227,8 @@ def test_exercises():
     assert text("en", "training.ex_explain") in at.success[0].value
     answer(at, "training.even", 4.745)
     assert "Right: 4.745" in page_text(at)
+    start = tr.starting_loss(tr.DEFAULT_SETTINGS)  # the untrained loss beside ln V, now
+    assert text("en", "training.untrained", loss=num(start.heldout), v=start.vocab,
+                even=num(start.even)) in page_text(at)
     answer(at, "training.even", 1.0)
     assert "the answer is 4.745" in page_text(at)

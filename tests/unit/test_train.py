@@ -39,6 +39,7 @@ from tinyformer.lessons.train import (
     starting_loss,
     train,
 )
+from tinyformer.tokenizer import PAD_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = TrainSettings(layers=2, width=16, heads=2, steps=6, learning_rate=1e-2, batch_size=16)
@@ -120,6 +121,23 @@ def test_targets_are_the_next_characters_and_the_answer_mask_covers_the_answer()
         assert vocab.decode(data.targets[row, : n - 1]) == ex.text[1:]
         assert (data.targets[row, n - 1 :] == IGNORE).all()
         assert vocab.decode(data.targets[row][data.answer[row]]) == ex.answer
+
+
+def test_right_padding_changes_nothing_a_real_character_computes(tiny_result) -> None:
+    """What stage 13.1 says of its batches: shorter texts are padded on the right, so each
+    starts at position 0 and, under the causal mask, its real characters never read the
+    padding: their logits are those of the text run alone."""
+    examples = sorted(split_corpus().heldout[:6], key=lambda ex: len(ex.text))
+    vocab = tiny_result.vocab
+    data = encode_examples(examples, vocab)
+    short = examples[0]
+    n = len(short.text)
+    assert n < max(len(ex.text) for ex in examples)  # this row is padded
+    assert (data.inputs[0, n:] == PAD_ID).all() and (data.targets[0, n - 1 :] == IGNORE).all()
+    with torch.no_grad():
+        padded, _ = tiny_result.model(data.inputs)  # [B, L-1, V]
+        alone, _ = tiny_result.model(torch.tensor([vocab.encode(short.text).ids[:-1]]))
+    torch.testing.assert_close(padded[0, : n - 1], alone[0])
 
 
 def test_greedy_answers_match_a_step_by_step_argmax(tiny_result) -> None:
