@@ -9,7 +9,7 @@ import streamlit as st
 from tinyformer import positional as pos
 from ui import explain
 from ui.charts import vectors
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import dot_terms, latex_matrix, num, places, short, term, vec
 from ui.formula import formula
@@ -58,6 +58,7 @@ def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
 
 @part
 def by_hand() -> None:  # q, k, the angles and the shift: this section only
+    st.caption(t("rope.tokens"))
     section(t("rope.hand_title"))
     left, right = st.columns([2, 3])
     with left:
@@ -84,38 +85,61 @@ def by_hand() -> None:  # q, k, the angles and the shift: this section only
             st.markdown(t("rope.lengths", q=num(pair.q_length), qr=num(pair.q_rot_length),
                           k=num(pair.k_length), kr=num(pair.k_rot_length), plain=num(pair.plain)))
         section(t("rope.shift_title"), folded=True)
-        choice_exercise("shift", t("rope.ex_question"),
-                        [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")], correct=1,
-                        explanation=t("rope.ex_explain"))
-        m = number("shift", t("rope.shift"), -360, 360, 0, gesture="slider")
-        moved = pos.shift_pair(q, k, math.radians(a), math.radians(b), math.radians(m))
-        cols = st.columns(2)
-        with cols[0]:
-            vectors({"R<sub>α+m</sub>q": moved.after.q_rot, "R<sub>β+m</sub>k": moved.after.k_rot},
-                    key="moved", height=320)
-        with cols[1]:
-            st.table(pd.DataFrame(
-                [state_row(t("rope.before"), moved.before, a, b),
-                 state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
-                columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]))
-            if moved.unchanged:
-                st.success(t("rope.unchanged", dot=num(moved.after.dot)))
-            else:
-                st.warning(t("rope.changed", change=num(moved.change)))
-            st.markdown(t("rope.positions_note"))
-        formula(r"(R_\alpha q)\cdot(R_\beta k) = q\cdot(R_{\beta-\alpha}\,k)",
-                rf"{column(q, places(q))}\cdot{column(pair.k_relative)} = {num(pair.relative)}")
-        st.caption(t("rope.relative_note", diff=short(b - a)))
+        if choice_exercise("shift", t("rope.ex_question"),
+                           [t("rope.ex_bigger"), t("rope.ex_same"), t("rope.ex_zero")],
+                           correct=1, explanation=t("rope.ex_explain")):
+            shifted(q, k, a, b, pair)
+        else:  # turning both and the formula below answer it
+            after_answer()
+
+
+def shifted(q, k, a: float, b: float, pair: pos.PairRotation) -> None:
+    """Both turned by m more degrees: the same dot product; only β − α enters."""
+    m = number("shift", t("rope.shift"), -360, 360, 0, gesture="slider")
+    moved = pos.shift_pair(q, k, math.radians(a), math.radians(b), math.radians(m))
+    cols = st.columns(2)
+    with cols[0]:
+        vectors({"R<sub>α+m</sub>q": moved.after.q_rot, "R<sub>β+m</sub>k": moved.after.k_rot},
+                key="moved", height=320)
+    with cols[1]:
+        st.table(pd.DataFrame(
+            [state_row(t("rope.before"), moved.before, a, b),
+             state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
+            columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]))
+        if moved.unchanged:
+            st.success(t("rope.unchanged", dot=num(moved.after.dot)))
+        else:
+            st.warning(t("rope.changed", change=num(moved.change)))
+        st.markdown(t("rope.positions_note"))
+    formula(r"(R_\alpha q)\cdot(R_\beta k) = q\cdot(R_{\beta-\alpha}\,k)",
+            rf"{column(q, places(q))}\cdot{column(pair.k_relative)} = {num(pair.relative)}")
+    st.caption(t("rope.relative_note", diff=short(b - a)))
+
+
+# Where RoPE sits in an attention layer: q and k are turned after their projections, v never.
+FLOW = (r"\begin{aligned} x_p &\xrightarrow{\;W_q\;} x_pW_q \xrightarrow{\;R_p\;} q_p \\ "
+        r"x_p &\xrightarrow{\;W_k\;} x_pW_k \xrightarrow{\;R_p\;} k_p \\ "
+        r"x_p &\xrightarrow{\;W_v\;} x_pW_v = v_p \end{aligned}")
+
+
+def where_it_acts() -> None:
+    section(t("rope.where_title"))
+    st.markdown(t("rope.where_lead"))
+    st.latex(FLOW)
+    st.markdown(t("rope.where_cache"))
 
 
 @part
 def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
     section(t("rope.freq_title"))
-    number_exercise("angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
-                    explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
-                                    rf"{num(pos.rope_frequencies(8)[1])},\quad 10\,\theta_1 = "
-                                    rf"{num(pos.rope_angles([10.0], 8)[0, 1])}\ \text{{rad}}"))
     formula(r"\theta_i = \text{base}^{-2i/d},\quad \text{angle}_{p,i} = p\,\theta_i")
+    typed = number_exercise(
+        "angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
+        explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
+                        rf"{num(pos.rope_frequencies(8)[1])},\quad 10\,\theta_1 = "
+                        rf"{num(pos.rope_angles([10.0], 8)[0, 1])}\ \text{{rad}}"))
+    choice_exercise("linear", t("rope.why_question"), [t(f"rope.why_{k}") for k in "abc"],
+                    correct=0, explanation=t("rope.why_explain"))
     cols = st.columns([2, 2, 1], vertical_alignment="bottom")
     with cols[0]:
         d = number("d", t("rope.d"), 1, 16, 8, gesture="slider")
@@ -129,14 +153,18 @@ def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
         # [d/2], [n, d/2]
         theta = pos.rope_frequencies(d)
         turns = pos.within_turn(run.angles)
-        st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
-        heatmap(turns, [f"i={i}" for i in range(len(theta))], [str(p) for p in range(n)],
-                key="angles", zmin=0, zmax=360, title=t("rope.angles_title"),
-                colorscale="Twilight", decimals=1, x_title=t("rope.pair"),
-                y_title=t("rope.position"), explain=lambda p, i: explain.formula(
-                    t("rope.cell_angle", p=p, i=i, a=2 * i, b=2 * i + 1),
-                    rf"{p}\cdot\theta_{{{i}}} = {p}\cdot{num(theta[i], 4)} = "
-                    rf"{num(run.angles[p, i], 4)}\ \text{{rad}} \to {num(turns[p, i], 1)}^\circ"))
+        if typed:  # θ and the angles answer the exercise
+            st.caption(t("rope.thetas", d=d, theta=vec(theta, 4)))
+            heatmap(turns, [f"i={i}" for i in range(len(theta))], [str(p) for p in range(n)],
+                    key="angles", zmin=0, zmax=360, title=t("rope.angles_title"),
+                    colorscale="Twilight", decimals=1, x_title=t("rope.pair"),
+                    y_title=t("rope.position"), explain=lambda p, i: explain.formula(
+                        t("rope.cell_angle", p=p, i=i, a=2 * i, b=2 * i + 1),
+                        rf"{p}\cdot\theta_{{{i}}} = {p}\cdot{num(theta[i], 4)} = "
+                        rf"{num(run.angles[p, i], 4)}\ \text{{rad}} \to "
+                        rf"{num(turns[p, i], 1)}^\circ"))
+        else:
+            after_answer()
         section(t("rope.scores_title"))
         st.info(t("rope.random_qk"), icon=":material/casino:")
         for col, rotated in zip(st.columns(2), (False, True), strict=True):
@@ -151,5 +179,6 @@ def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
 
 
 by_hand()
+where_it_acts()
 frequencies()
 st.warning(t("rope.long_context"), icon=":material/warning:")

@@ -1,5 +1,7 @@
 """Stage 7.2 in AppTest: RoPE by hand (60° apart gives 0.5), moving both words, the
-per-pair frequencies, scores with and without RoPE, rotate half (docs/curriculum.md, stage 7)."""
+per-pair frequencies, scores with and without RoPE, rotate half (docs/curriculum.md, stage 7).
+What answers an exercise shows only once it is answered: most tests open the page with
+every exercise answered."""
 
 from __future__ import annotations
 
@@ -26,6 +28,14 @@ from tests.app.helpers import (
 from ui.fmt import num
 
 PAGE = "pages/07_rope.py"
+# Every exercise answered (as session state, no extra run): the gated parts show.
+ANSWERED = {"_rope.ex.shift.answered": 1, "_rope.ex.angle.answered": 1.0,
+            "_rope.ex.linear.answered": 0}
+
+
+def page(lang: str = "en", **kwargs):
+    """The page with its exercises answered."""
+    return open_page(PAGE, lang, state=ANSWERED | kwargs.pop("state", {}), **kwargs)
 
 
 def heatmaps(at) -> dict[str, list[list[str]]]:
@@ -70,7 +80,7 @@ def shown(matrix: torch.Tensor) -> list[list[str]]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return page(request.param)
 
 
 def test_defaults_show_the_worked_numbers(default_page) -> None:
@@ -81,6 +91,9 @@ def test_defaults_show_the_worked_numbers(default_page) -> None:
     assert "q·k = 1.000" in text  # nothing turned
     assert "[1.0000, 0.1000, 0.0100, 0.0010]" in text  # θ_i = 10000^(-2i/8)
     assert len(default_page.success) == 1  # moving both by 0° changes nothing
+    assert r"x_pW_q \xrightarrow{\;R_p\;} q_p" in text  # RoPE acts on q and k ...
+    assert r"x_pW_v = v_p" in text  # ... never on v
+    assert "10.3" in text  # cached keys are stored turned: the K/V cache is stage 10.3
 
 
 def test_scores_with_and_without_rope(default_page) -> None:
@@ -121,7 +134,7 @@ def test_only_the_angle_difference_matters(aq, ak, dot) -> None:
 
 
 def test_moving_both_keeps_the_dot_product_and_the_lengths() -> None:
-    at = open_page(PAGE, params={"rope.q": "3, 4", "rope.k": "1, 2", "rope.aq": "20"})
+    at = page(params={"rope.q": "3, 4", "rope.k": "1, 2", "rope.aq": "20"})
     at.slider("rope.shift").set_value(90).run()
     assert_clean(at)
     expected = float(rotated([3, 4], 20) @ rotated([1, 2], 60))  # (R_20° q)·(R_60° k)
@@ -132,15 +145,12 @@ def test_moving_both_keeps_the_dot_product_and_the_lengths() -> None:
     assert at.query_params["rope.shift"] == "90"
 
 
-@pytest.mark.parametrize(("key", "bad"), [
-    ("rope.aq", "1e300"), ("rope.ak", "nan"), ("rope.aq", "abc"), ("rope.ak", "37.5"),
-    ("rope.shift", "-inf"), ("rope.d", "17"), ("rope.n", "0"), ("rope.seed", "x"),
-    ("rope.same", "maybe"), ("rope.q", "1e300, 0"),
-])
-def test_a_bad_link_value_gives_one_note_and_the_default(key, bad) -> None:
-    at = open_page(PAGE, params={key: bad})
+def test_bad_link_values_give_one_note_each_and_the_defaults():
+    bad = {"rope.aq": "1e300", "rope.ak": "nan", "rope.shift": "-inf", "rope.d": "17",
+           "rope.n": "0", "rope.seed": "x", "rope.same": "maybe", "rope.q": "1e300, 0"}
+    at = page(params=bad)
     assert_clean(at)
-    assert len(at.error) == 1
+    assert len(at.error) == len(bad)
     assert r"(R_\alpha q)\cdot(R_\beta k) = 0.500" in page_text(at)
 
 
@@ -181,20 +191,26 @@ def test_same_rows_make_each_diagonal_one_number() -> None:
 
 def test_choice_exercise(lang) -> None:
     at = open_page(PAGE, lang)
+    assert "rope.shift" not in [s.key for s in at.slider]  # turning both answers it
+    assert r"q\cdot(R_{\beta-\alpha}\,k)" not in page_text(at)  # it answers the question
     reveal(at, "rope.shift", 1)
     assert len(at.success) == 2 and any("cos 60° = 0.500" in s.value for s in at.success)
+    assert "rope.shift" in [s.key for s in at.slider]
+    assert r"q\cdot(R_{\beta-\alpha}\,k)" in page_text(at)
 
 
 @pytest.mark.parametrize(("typed", "right"), [(1.0, True), (57.3, False)])
 def test_number_exercise(typed, right) -> None:
     at = open_page(PAGE)
+    assert "[1.0000, 0.1000" not in page_text(at) and "angles" not in heatmaps(at)
     answer(at, "rope.angle", typed)
-    assert len(at.success) == (2 if right else 1)
+    assert len([s for s in at.success if "1.000" in s.value]) == (1 if right else 0)
     assert r"10\,\theta_1 = 1.000" in explanations(at)
+    assert "[1.0000, 0.1000, 0.0100, 0.0010]" in page_text(at) and "angles" in heatmaps(at)
 
 
 def test_cells_explain_themselves() -> None:
-    at = open_page(PAGE, state=click(("rope.rope", 1, 3), ("rope.angles", 5, 1)))
+    at = page(state=click(("rope.rope", 1, 3), ("rope.angles", 5, 1)))
     q, k = random_qk()
     value = float(turn(q[1:2], torch.tensor([1]))[0] @ turn(k[3:4], torch.tensor([3]))[0])
     text = explanations(at)
