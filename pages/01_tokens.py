@@ -4,11 +4,12 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from tinyformer.lessons.token_batch import position_ids
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
 from ui import explain
 from ui.corpus import corpus_text
 from ui.example import Q1, Q2, question_box
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, plain, term
 from ui.formula import formula
@@ -62,11 +63,13 @@ st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
 with st.expander(t("tokens.vocab_all", v=len(vocab))):
     st.dataframe(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID"))
 # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
-choice_exercise("rows", t("tokens.ex_question"), [t(f"tokens.ex_{k}") for k in "abcd"],
-                correct=2, explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
+rows_answered = choice_exercise("rows", t("tokens.ex_question"),
+                                [t(f"tokens.ex_{k}") for k in "abcd"], correct=2,
+                                explanation=t("tokens.ex_explain", id=vocab.id_of("运")))
 fold(t("tokens.lookup_title"))
 @part
-def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None:
+def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int,
+                       rows_answered: bool) -> None:
     section(t("tokens.lookup_title"))
     c_d, c_seed, c_sin = st.columns([3, 1, 2], vertical_alignment="bottom")
     with c_d:
@@ -82,7 +85,8 @@ def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None
     with shown_errors():
         tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
         used = sorted(set(enc.ids))
-        st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n))
+        st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n)
+                    + (" " + t("tokens.x_repeat") if rows_answered else ""))  # the answer
         side_by_side(
             (t("tokens.e_table", k=len(used), v=len(vocab)), E[used],
              [f"{i} · {vocab.tokens[i]}" for i in used], "e_map", lambda r, j: looked_up(
@@ -116,35 +120,47 @@ def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int) -> None
     pa = same.start_a
     pb = same.start_b
     gap = same.difference[0, 0]
-    number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), explain.formula(
+    steps = explain.formula(
         t("tokens.ex2_steps"), rf"(E_{{{yun},0}} + P_{{{pa},0}}) - (E_{{{yun},0}} + "
         rf"P_{{{pb},0}}) = P_{{{pa},0}} - P_{{{pb},0}} = {num(P[pa, 0])} - {term(P[pb, 0], 3)}"
-        rf" = {num(gap)}"))
+        rf" = {num(gap)}")
+    solved = number_exercise("gap", t("tokens.ex2_question", pa=pa, pb=pb), float(gap), steps)
+    why = choice_exercise("gap_why", t("tokens.ex3_question"),
+                          [t(f"tokens.ex3_{k}") for k in "abc"], correct=1,
+                          explanation=t("tokens.ex3_explain", pa=pa, pb=pb))
     section(t("tokens.same_title"))
     st.markdown(t("tokens.same_lead", q1=Q1, q2=Q2))
     view = same.side_by_side()  # 运 in Q1, 运 in Q2, 费 in Q1, 费 in Q2: equal rows adjacent
     twin = [t("tokens.twin_label", tok=tok, q=1 if w == "a" else 2, pos=pos)
             for tok, _, w, pos in view.rows]
-    side_by_side(
-        (t("tokens.before"), view.before, twin, "before_map", lambda r, j: looked_up(
-            t("tokens.cell_before", who=twin[r]), [cell("E", view.rows[r][1], j)],
-            view.before[r, j])),
-        (t("tokens.after"), view.after, twin, "after_map", lambda r, j: explain.sum_of(
-            t("tokens.cell_after", who=twin[r]), cell("(X+P)", view.rows[r][3], j),
-            [view.before[r, j], P[view.rows[r][3], j]], view.after[r, j])))
+    before = (t("tokens.before"), view.before, twin, "before_map", lambda r, j: looked_up(
+        t("tokens.cell_before", who=twin[r]), [cell("E", view.rows[r][1], j)],
+        view.before[r, j]))
+    if not (solved and why):  # the rows after positions hold the exercise's answer
+        side_by_side(before)
+        after_answer()
+        return
+    after = (t("tokens.after"), view.after, twin, "after_map", lambda r, j: explain.sum_of(
+        t("tokens.cell_after", who=twin[r]), cell("(X+P)", view.rows[r][3], j),
+        [view.before[r, j], P[view.rows[r][3], j]], view.after[r, j]))
+    side_by_side(before, after)
     st.success(t("tokens.same_result", ids=", ".join(map(str, same.ids)), pa=pa, pb=pb,
                  gap_before=num(same.gap_rows), gap_after=num(same.gap_summed)),
                icon=":material/compare_arrows:")
-rows_and_positions(vocab, enc, labels, n)
+rows_and_positions(vocab, enc, labels, n, rows_answered)
 
 # --- 5. A batch: left padding ---------------------------------------------------------
 section(t("tokens.batch_title"))
 st.markdown(t("tokens.batch_lead"))
 second = text("text2", t("tokens.text2_label", limit=MAX_LEN), Q2, MAX_LEN)
 batch = vocab.batch_encode([sentence, second])
-rows = {t(f"tokens.batch_{name}", b=b + 1): values for b in range(2) for name, values in
+positions = position_ids(batch.valid)  # [2, N]: real tokens counted from 0, padding none
+rows = {t(f"tokens.batch_{name}", b=b): values for b in range(2) for name, values in
         (("tokens", batch.tokens[b]), ("ids", batch.ids[b].tolist()),
-         ("valid", batch.valid[b].int().tolist()))}  # 1 = a real token, 0 = padding
+         ("valid", batch.valid[b].int().tolist()),  # 1 = a real token, 0 = padding
+         ("pos", [str(p) if ok else "–" for p, ok in zip(positions[b].tolist(),
+                                                          batch.valid[b].tolist(), strict=True)]))}
 st.table(pd.DataFrame.from_dict(rows, orient="index").astype(str))
+st.markdown(t("tokens.batch_positions"))
 st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
         icon=":material/visibility_off:")

@@ -28,6 +28,11 @@ Q1_IDS = [str(i) for i in range(2, 16)]  # 商品有质量问题，运费谁承�
 Q2_IDS = ["16", "17", "18", "19", "20", "9", "10", "11", "12", "13", "14", "15"]
 
 
+# The exercises answered, as if by the learner: what they gate is drawn.
+ANSWERED = {"_tokens.ex.rows.answered": 2, "_tokens.ex.gap.answered": 0.0,
+            "_tokens.ex.gap_why.answered": 1}
+
+
 def table(at, first_row: str):
     """The page's table (st.table or heatmap) whose first row is labelled `first_row`."""
     for frame in tables(at):
@@ -82,7 +87,7 @@ def test_x_rows_are_the_seeded_table_rows_and_positions_add():
 
 
 def test_yunfei_starts_from_the_same_rows_in_both_questions(lang):
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang, state=ANSWERED)
     E, P = learned()
     label = "运 · Q1 · pos 8" if lang == "en" else "运 · 问题 1 · 位置 8"
     before, after = [frame for frame in tables(at) if frame.index[0] == label]
@@ -95,10 +100,13 @@ def test_yunfei_starts_from_the_same_rows_in_both_questions(lang):
 
 def test_batch_is_left_padded_and_translated(lang):
     at = open_page(PAGE, lang)
-    batch = table(at, "Sentence 1 · tokens" if lang == "en" else "句子 1 · 词元")
-    assert list(batch.iloc[4]) == ["0", "0", *Q2_IDS]
-    assert list(batch.iloc[5]) == ["0", "0"] + ["1"] * 12
-    assert list(batch.iloc[3])[:3] == ["[PAD]", "[PAD]", "无"]
+    batch = table(at, "Row 0 · tokens" if lang == "en" else "第 0 行 · 词元")
+    assert list(batch.iloc[5]) == ["0", "0", *Q2_IDS]
+    assert list(batch.iloc[6]) == ["0", "0"] + ["1"] * 12
+    assert list(batch.iloc[4])[:3] == ["[PAD]", "[PAD]", "无"]
+    # position IDs count real tokens: row 1 starts at 0 after its padding, as it would alone
+    assert list(batch.iloc[3]) == [str(i) for i in range(14)]
+    assert list(batch.iloc[7]) == ["–", "–", *map(str, range(12))]
     assert "[2, 14]" in page_text(at)
     if lang == "zh":  # no English left in the Chinese table
         assert not [name for name in batch.index if re.search("[a-z]", name)]
@@ -112,7 +120,7 @@ def test_typing_a_sentence_updates_ids_and_shapes():
     text = page_text(at)
     assert "[4, 8]" in text and r"x_{3} = E[11]" in text
     assert len(table(at, "10 · 运")) == 2  # two distinct rows of E for four positions
-    assert list(table(at, "Sentence 1 · tokens").iloc[1]) == ["0"] * 8 + ["10", "11", "10", "11"]
+    assert list(table(at, "Row 0 · tokens").iloc[1]) == ["0"] * 8 + ["10", "11", "10", "11"]
     assert at.query_params["tokens.text"] == "运费运费"  # the edit is in the URL
 
 
@@ -164,7 +172,7 @@ def test_markdown_characters_in_typed_text_are_shown_literally():
 @pytest.mark.parametrize(("lang", "message"), [("en", "The sentence is empty"),
                                                ("zh", "句子是空的")])
 def test_an_empty_sentence_is_one_translated_message(lang, message):
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang, state=ANSWERED)
     at.text_input("tokens.text").input("").run()
     assert not at.exception
     assert [e.value for e in at.error] == [at.error[0].value] and message in at.error[0].value
@@ -187,10 +195,12 @@ def test_a_bad_link_value_gives_one_note_and_the_default(params):
 
 def test_choice_exercise_reveals_the_answer(lang):
     at = open_page(PAGE, lang)
-    assert "P[2]" not in page_text(at)
+    repeat = "A repeated character repeats its row." if lang == "en" else "重复的字符会重复同一行。"
+    assert "P[2]" not in page_text(at) and repeat not in page_text(at)
     reveal(at, "tokens.rows", 2)
-    assert len(at.success) == 2  # the exercise (it comes first) and the 「运费」 result
+    assert len(at.success) == 1  # the 「运费」 result waits for its own exercises
     assert "ID 10" in at.success[0].value and "P[2]" in at.success[0].value
+    assert repeat in page_text(at)
 
 
 @pytest.mark.parametrize(("params", "p8", "p6"), [
@@ -203,11 +213,15 @@ def test_number_exercise_hides_then_checks_the_position_gap(lang, params, p8, p6
     gap = float(P[8, 0] - P[6, 0])
     steps = r"P_{8,0} - P_{6,0} ="
     assert steps not in explanations(at) and num(gap) not in page_text(at)
+    after = "运 · Q1 · pos 8" if lang == "en" else "运 · 问题 1 · 位置 8"
+    assert len([f for f in tables(at) if f.index[0] == after]) == 1  # before positions only
     answer(at, "tokens.gap", gap)
     assert any(num(gap) in s.value for s in at.success)
     assert f"{steps} {num(P[8, 0])} - " in explanations(at)
     if p8:
         assert f"= {p8} - ({p6}) = 1.269" in explanations(at)
+    reveal(at, "tokens.gap_why", 1)
+    assert len([f for f in tables(at) if f.index[0] == after]) == 2  # and after them
     answer(at, "tokens.gap", gap + 0.1)
     assert at.warning
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyformer.errors import ParameterError, ShapeError
+from tinyformer.lessons.token_batch import position_ids
 from tinyformer.masks import padding_mask
 from tinyformer.positional import sinusoidal
 from tinyformer.tokenizer import (
@@ -108,6 +109,19 @@ def test_batch_rows_end_with_each_text(texts: list[str]) -> None:
         assert int(batch.valid[row].sum()) == n
         assert batch.ids[row, batch.ids.shape[1] - n :].tolist() == list(v.encode(text).ids)
         assert (batch.ids[row][~batch.valid[row]] == PAD_ID).all()
+        # position IDs count the real tokens only: 0..n-1 however much padding comes first
+        assert position_ids(batch.valid)[row][batch.valid[row]].tolist() == list(range(n))
+
+
+def test_position_ids_follow_the_valid_flags(vocab: CharVocab) -> None:
+    ids = position_ids(vocab.batch_encode([Q1, Q2]).valid)
+    assert ids.tolist() == [list(range(14)), [0, 0, *range(12)]]  # row 1: two [PAD] first
+    assert ids.dtype == torch.int64
+    right = torch.tensor([[True, True, False], [True, False, False]])  # right padding
+    assert position_ids(right).tolist() == [[0, 1, 0], [0, 0, 0]]  # the column itself
+    with pytest.raises(ShapeError) as err:
+        position_ids(torch.ones(3, dtype=torch.bool))
+    assert err.value.key == "batch_valid_shape"
 
 
 def test_lookup_matches_torch_embedding(vocab: CharVocab) -> None:
