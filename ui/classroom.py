@@ -8,9 +8,11 @@ move between stages and N / B through the steps of a worked example.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -200,6 +202,43 @@ def share_panel() -> None:
     st.session_state["_share_url"] = url  # what the QR code encodes (checked by tests)
     st.image(qr_png(url), width=320)
     st.code(url, language=None, wrap_lines=True)
+    if st.button(t("kit.share_full"), key="_share_full", icon=":material/fullscreen:",
+                 help=t("kit.share_full_help")):
+        _full_screen_qr(url)
+
+
+def qr_svg(url: str, title: str) -> str:
+    """The QR code as inline SVG: sharp at any size, drawn without a network."""
+    import segno
+
+    return segno.make(url, error="m").svg_inline(border=2, omitsize=True, title=title,
+                                                 svgclass="qr")
+
+
+_FULL_CSS = """<style>
+/* The dialog fills the screen: the code is scanned from the back of the room. */
+div[role="dialog"]:has(.st-key-qr_full) { width: 100vw !important; max-width: 100vw !important;
+  height: 100vh !important; max-height: 100vh !important; margin: 0 !important;
+  border-radius: 0 !important; }
+.st-key-qr_full { align-items: center; }
+.st-key-qr_full svg.qr { display: block; height: min(72vh, 92vw); width: auto;
+  margin: 0 auto; }
+.st-key-qr_full .qr-address { font-size: clamp(1.6rem, 3.6vw, 3.4rem); font-weight: 600;
+  text-align: center; overflow-wrap: anywhere; line-height: 1.25; margin: 0; }
+</style>"""
+
+
+def _full_screen_qr(url: str) -> None:
+    """The QR code filling the screen, the address in large text under it; Esc, the ✕
+    or a click outside closes it."""
+    @st.dialog(t("kit.share_full_title"), width="large")
+    def show() -> None:
+        with st.container(key="qr_full"):
+            st.html(_FULL_CSS + qr_svg(url, t("kit.share_full_title"))
+                    + f'<p class="qr-address">{html.escape(url)}</p>')
+            st.caption(t("kit.share_full_close"))
+
+    show()
 
 
 # --- Downloads -------------------------------------------------------------------------------
@@ -209,31 +248,63 @@ def state_json(stage_id: str, lang: str, params: dict[str, str], url: str) -> st
                        "url": url}, ensure_ascii=False, indent=2)
 
 
+def share_address() -> str:
+    """The address the class reaches this server at: typed in the share panel, else
+    TINYFORMER_PUBLIC_URL, else "" (this browser's own address is used)."""
+    typed = st.session_state.get(_ADDRESS)
+    return (typed if typed is not None else os.environ.get(PUBLIC_URL_ENV, "")).strip()
+
+
+@dataclass
+class Files:
+    """What the downloads are made from, captured during the run: Streamlit makes a file
+    only when it is asked for, in another thread, outside any run."""
+    stage_id: str
+    lang: str
+    here: str  # this browser's address of the page, without its query
+    address: str  # the class's address (share_address), "" for none
+    params: dict[str, str]  # the URL's parameters: ui.state keeps this dict up to date
+    record: handout.Record
+    labels: dict[str, str]
+
+    def link(self) -> str:
+        """The page as it is now, at the class's address when one is set."""
+        return compose_url(self.here, self.address, dict(self.params))
+
+    def state(self) -> str:
+        return state_json(self.stage_id, self.lang, dict(self.params), self.link())
+
+    def tables(self) -> bytes:
+        return handout.tables_zip(self.record, dict(self.params))
+
+    def handout(self) -> str:
+        return handout.handout_html(self.record, self.labels, self.link(), dict(self.params),
+                                    self.lang)
+
+
+def files_now(stage_id: str) -> Files:
+    """The downloads of the page being drawn, with its current record and address."""
+    labels = {"made_from": t("kit.handout_from"), "answers": t("kit.handout_answers"),
+              "partial": t("kit.handout_partial", all=t("kit.step_all"))}
+    return Files(stage_id, current_lang(), st.context.url or "", share_address(),
+                 state.url_now(), handout.current(), labels)
+
+
 def downloads(stage_id: str, *, folded: bool = False) -> None:
     """State as JSON, every table as CSV (a zip), and the printable handout; `folded`:
-    part of the page is still closed, so they hold only the part on screen.
-
-    The files are made only when asked for (Streamlit then calls the function in
-    another thread, outside this run), so everything they need is captured now.
-    """
-    record = handout.current()
+    part of the page is still closed, so they hold only the part on screen."""
+    handout.settle(handout.current())  # the whole page has drawn: see Record.resolve
     if folded:
         st.caption(t("kit.downloads_folded"))
-    labels = {"made_from": t("kit.handout_from"), "answers": t("kit.handout_answers")}
-    here, params, lang = st.context.url or "", state.url_now(), current_lang()
-    address = st.session_state.get(_ADDRESS)
-    st.download_button(t("kit.download_state"),
-                       data=lambda: state_json(stage_id, lang, dict(params),
-                                               compose_url(here, address, params)),
+    files = files_now(stage_id)
+    st.download_button(t("kit.download_state"), data=files.state,
                        file_name=f"tinyformer-{stage_id}.json", mime="application/json",
                        on_click="ignore", icon=":material/data_object:", key="_dl_state")
-    if record.tables():
-        st.download_button(t("kit.download_tables"), data=lambda: handout.tables_zip(record),
+    if files.record.tables(files.params):
+        st.download_button(t("kit.download_tables"), data=files.tables,
                            file_name=f"tinyformer-{stage_id}-tables.zip",
                            mime="application/zip", on_click="ignore",
                            icon=":material/table:", key="_dl_tables")
-    st.download_button(
-        t("kit.download_handout"), on_click="ignore", icon=":material/print:",
-        data=lambda: handout.handout_html(record, labels, compose_url(here, address, params)),
-        file_name=f"tinyformer-{stage_id}-{lang}.html", mime="text/html",
-        key="_dl_handout")
+    st.download_button(t("kit.download_handout"), data=files.handout,
+                       file_name=f"tinyformer-{stage_id}-{files.lang}.html", mime="text/html",
+                       on_click="ignore", icon=":material/print:", key="_dl_handout")

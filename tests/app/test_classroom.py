@@ -1,16 +1,23 @@
 """The classroom tools every page gets from the kit: presenter view, sharing by QR
-code, the state as JSON, the tables as CSV and the printable handout."""
+code (also full screen), the state as JSON, the tables as CSV and the printable handout.
+The downloads' pure parts are tested in tests/unit/test_handout.py."""
 
 import csv
 import io
 import json
 import zipfile
 
+from streamlit.testing.v1 import AppTest
+
 from tests.app.helpers import assert_clean, open_page, page_text
+from tests.unit.test_handout import latex_left
 from ui import classroom, handout
 from ui.i18n import catalogue
+from ui.stages import STAGES
 
 PAGE = "pages/03_softmax.py"
+EN = catalogue("en")
+LABELS = {"made_from": "From", "answers": "ANSWERS", "partial": "PARTIAL"}
 
 
 def test_presenter_view_from_the_url_keeps_its_links(lang):
@@ -80,12 +87,14 @@ def test_state_json_opens_the_same_page_again():
 
 def test_every_table_of_the_page_as_csv():
     at = open_page(PAGE)
-    record = at.session_state["_handout"]
-    files = zipfile.ZipFile(io.BytesIO(handout.tables_zip(record)))
-    assert len(files.namelist()) == 2  # the score table and the weight table
-    weights = list(csv.reader(io.StringIO(files.read(files.namelist()[1]).decode())))
-    assert weights[0] == ["", "运费", "谁", "承担", "？"]
-    assert weights[2][1:3] == ["0.330", "0.670"]
+    files = zipfile.ZipFile(io.BytesIO(handout.tables_zip(at.session_state["_handout"])))
+    caption = EN["softmax.scaled_table"]  # the heatmap's heading (the weights wait for ex. 2)
+    assert files.namelist() == [f"{handout._slug(caption)}.csv"]
+    raw = files.read(files.namelist()[0])
+    assert raw.startswith(handout.BOM.encode())
+    scores = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert scores[0] == [caption] and scores[1] == ["", "运费", "谁", "承担", "？"]
+    assert scores[2] == ["运费", "0.707", "0.000", "0.707", "0.354"]
 
 
 def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
@@ -106,3 +115,71 @@ def test_shown_qr_code_follows_an_edit_made_in_a_section_that_reruns_alone():
     at.text_input("softmax.V").input("1, 0; 0, 1; 1, 1; 3, -1").run()
     assert "softmax.V=1%2C+0%3B+0%2C+1%3B+1%2C+1%3B+3%2C+-1" in at.session_state["_share_url"]
 
+
+
+def test_no_handout_prints_latex_source():
+    """Every page, whole, in the class's language: each formula typeset as MathML, no
+    LaTeX command left in the text (they printed as \\begin{gathered} and 1.0002.000)."""
+    for stage in STAGES:
+        at = open_page(stage.path, "zh")
+        record = at.session_state["_handout"]
+        page = handout.handout_html(record, LABELS, "http://x", at.session_state["_url_now"])
+        assert latex_left(page) == [], stage.id
+        formulas = sum(kind == "formula" for kind, _ in record.all_items())
+        assert page.count('<div class="formula"><math') == formulas, stage.id
+
+
+def test_a_learner_part_way_through_a_walk_takes_home_every_step():
+    at = open_page(PAGE)
+    at.button("_softmax.hand.step~start").click().run()
+    assert at.query_params["softmax.hand.step"] == "1"
+    record, now = at.session_state["_handout"], at.session_state["_url_now"]
+    assert "1.340" not in handout.handout_html(record, LABELS, "x")  # on screen: step 1
+    page = handout.handout_html(record, LABELS, "x", now)
+    assert "0.670" in page and "1.340" in page and "PARTIAL" not in page  # steps 3 and 4
+    # Opened at step 2 from a link, the page never drew steps 3 and 4: the handout says so.
+    linked = open_page(PAGE, params={"softmax.hand.step": "2"})
+    page = handout.handout_html(linked.session_state["_handout"], LABELS, "x",
+                                linked.session_state["_url_now"])
+    assert "1.340" not in page and "PARTIAL" in page
+
+
+def _frame_and_its_link():
+    import streamlit as st
+
+    from ui import classroom
+    from ui.frame import around
+
+    with around("softmax"):
+        pass
+    st.markdown(f"LINK {classroom.files_now('softmax').link()}")
+
+
+def test_downloads_link_to_the_class_address(monkeypatch):
+    monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "http://10.0.0.5:8501")
+    at = AppTest.from_function(_frame_and_its_link, default_timeout=60)
+    at.query_params["lang"] = "en"
+    at.run()
+    links = [m.value for m in at.markdown if m.value.startswith("LINK ")]
+    assert links == ["LINK http://10.0.0.5:8501?lang=en"]  # AppTest has no page address
+    at.sidebar.text_input("_share_address").input("192.168.1.20:8501").run()
+    assert [m.value for m in at.markdown if m.value.startswith("LINK ")] == [
+        "LINK http://192.168.1.20:8501?lang=en"]
+
+
+def test_the_qr_code_full_screen_for_the_back_of_the_room():
+    at = AppTest.from_function(_frame_and_its_link, default_timeout=60)
+    at.query_params["lang"] = "en"
+    at.run()
+    at.sidebar.toggle("_share_on").set_value(True).run()
+    assert not at.get("dialog")
+    at.sidebar.button("_share_full").click().run()
+    (dialog,) = at.get("dialog")
+    assert dialog.proto.dialog.title == EN["kit.share_full_title"]
+    assert dialog.proto.dialog.dismissible  # Esc, the ✕ or a click outside closes it
+    body = dialog.children[0].children[0].children[0].proto.body
+    url = at.session_state["_share_url"]
+    assert classroom.qr_svg(url, EN["kit.share_full_title"]) in body  # the page's address
+    assert f'<p class="qr-address">{url}</p>' in body and "100vw" in body
+    at.run()
+    assert not at.get("dialog")  # gone once closed: the next run does not open it
