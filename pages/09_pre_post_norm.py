@@ -149,9 +149,8 @@ def gradient_section(blocks: int, seed: int, scale: float, norm: str) -> None:
     lines(list(range(blocks)), {NAMES["pre"]: pre, NAMES["post"]: post}, key="grads",
           markers=True, whole_x=True, x_title=t("pre_post_norm.grad_x"),
           y_title=t("pre_post_norm.grad_y"), y_range=(0, 1.15 * max(*pre, *post)))
-    post_key = "pre_post_norm.grad_post_small" if smaller[1] else "pre_post_norm.grad_post_not"
-    st.markdown(t("pre_post_norm.grad_pre", last=last, r=ratio(pre[0] / pre[-1])) + " "
-                + t(post_key, last=last, r=ratio(post[0] / post[-1])))
+    st.markdown(t("pre_post_norm.grad_ratios", last=last, pre=ratio(pre[0] / pre[-1]),
+                  post=ratio(post[0] / post[-1])))
     st.markdown(t("pre_post_norm.grad_why"))
     st.markdown(t("pre_post_norm.grad_width_note", d=width))
     st.info(t("pre_post_norm.grad_reason"), icon=":material/school:")

@@ -103,8 +103,9 @@ def test_defaults_show_both_blocks_the_sizes_and_the_gradients(default_page) -> 
     # The defaults show Post-Norm's small gradients near the input, said with its ratio.
     grads = gradient_by_block(8, 0).post.block_grad
     assert grads[0] < grads[-1] / 5
-    said = catalogue("zh")["pre_post_norm.grad_post_small"].format(
-        last=7, r=num(grads[0] / grads[-1]))
+    pre = gradient_by_block(8, 0).pre.block_grad
+    said = catalogue("zh")["pre_post_norm.grad_ratios"].format(
+        last=7, pre=num(pre[0] / pre[-1]), post=num(grads[0] / grads[-1]))
     assert said in text
 
 
