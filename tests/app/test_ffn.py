@@ -1,6 +1,8 @@
 """Stage 8.1 in AppTest: the FFN hand example of docs/curriculum.md, stage 8, live; the
 activation switch; the collapse without an activation; every position through the same
-weights. Expected numbers come from PyTorch's own functions, not from tinyformer."""
+weights. Expected numbers come from PyTorch's own functions, not from tinyformer. What
+answers an exercise shows only once it is answered: most tests open the page with every
+exercise answered."""
 
 from __future__ import annotations
 
@@ -28,6 +30,13 @@ W2 = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
 X_ROWS = [[1.0, -1.0], [0.0, 1.0], [2.0, 1.0], [-1.0, 0.5]]
 ACT = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 MERGED = r"\begin{bmatrix}1.000 & 1.000 \\ 0.000 & 0.000\end{bmatrix}"
+# Every exercise answered (as session state, no extra run): the gated parts show.
+ANSWERED = {"_ffn.ex.neg.answered": 1, "_ffn.ex.y2.answered": 1.0, "_ffn.ex.merge.answered": 0}
+
+
+def page(lang: str = "en", **kwargs):
+    """The page with its exercises answered."""
+    return open_page(PAGE, lang, state=ANSWERED | kwargs.pop("state", {}), **kwargs)
 
 
 def expected(x, act="relu", w1=W1, w2=W2, b1=(0, 0, 0), b2=(0, 0)) -> dict[str, str]:
@@ -42,7 +51,7 @@ def expected(x, act="relu", w1=W1, w2=W2, b1=(0, 0, 0), b2=(0, 0)) -> dict[str, 
 
 @pytest.fixture(scope="module")
 def default_page():
-    return {lang: open_page(PAGE, lang) for lang in ONE_LANG}
+    return {lang: page(lang) for lang in ONE_LANG}
 
 
 @pytest.mark.parametrize("lang", ONE_LANG)
@@ -58,6 +67,7 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
     # Without the activation: x (W1 W2) = [1, 1], the two-step result, both written out.
     assert text.count("[1.000000, 1.000000]") == 2
     assert "8d²" in text and "12d²" in text  # the FFN's share of a block's parameters
+    assert "h[0] = 1.000" in tables(at)[0].columns[0]  # one number of decimals in the table
 
 
 def test_every_position_goes_through_the_same_weights(default_page):
@@ -74,6 +84,8 @@ def test_every_position_goes_through_the_same_weights(default_page):
 
 def test_sliders_and_the_activation_switch_update_every_step():
     at = open_page(PAGE)
+    labels = [s.label for s in at.slider]
+    assert labels[:3] == ["x[0]", "x[1]", "W₁[0,0]"] and "b₂[1]" in labels  # counted from 0
     at.slider("_ffn.x~1").set_value(1.0).run()  # x = [1, 1]
     want = expected([1, 1])
     text = page_text(at)
@@ -90,7 +102,7 @@ def test_sliders_and_the_activation_switch_update_every_step():
 def test_a_shared_link_reproduces_the_page():
     params = {"ffn.x": "2, 0.5", "ffn.act": "silu", "ffn.W2": "1, 0; 0, 2; -1, 1",
               "ffn.b1": "0.5, 0, -1", "ffn.b2": "1, 0"}
-    at = open_page(PAGE, params=params)
+    at = page(params=params)
     assert_clean(at)
     want = expected([2, 0.5], "silu", w2=[[1, 0], [0, 2], [-1, 1]], b1=[0.5, 0, -1], b2=[1, 0])
     text = page_text(at)
@@ -111,7 +123,7 @@ def test_bad_link_values_fall_back_with_a_note():
     ("ffn.b1", "0, 0"), ("ffn.b2", "0, 0, 0"), ("ffn.X", "1, 2; 3, 4"),
 ])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
-    at = open_page(PAGE)
+    at = page()
     for bad in (BAD_CELL, wrong_shape):
         at.text_input(key).input(bad).run()
         assert not at.exception
@@ -122,31 +134,37 @@ def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
 
 def test_choice_exercise(lang):
     at = open_page(PAGE, lang)
-    before = len(at.success)  # the page's own "both agree" notes
+    before = len(at.success)  # the page's own "both agree" note
     assert "−0.159" not in page_text(at)  # the explanation's numbers, unicode minus
+    assert "-0.159" not in page_text(at)  # GELU(−1) in the table under the curves
     reveal(at, "ffn.neg", 1)
     assert len(at.success) == before + 1 and "−0.159" in at.success[0].value
+    assert "-0.159" in tables(at)[0].to_string()  # the curves' table, now shown
 
 
 @pytest.mark.parametrize(("typed", "right"), [(1.0, True), (2.0, False)])
 def test_number_exercise_without_the_activation(typed, right):
     at = open_page(PAGE)
-    assert "y = h W₂ + b₂" not in page_text(at)
+    assert "y = h W₂ + b₂" not in page_text(at) and MERGED not in page_text(at)
     answer(at, "ffn.y2", typed)
     verdicts = [s for s in at.success if s.value.startswith("Right")] if right else at.warning
     assert len(verdicts) == 1
     assert "y = h W₂ + b₂ = [1.000, 1.000]" in explanations(at)
+    assert MERGED not in page_text(at)  # the "why" exercise beside it is not answered yet
+    if right:
+        reveal(at, "ffn.merge", 0)
+        assert MERGED in page_text(at)
 
 
 def test_cells_explain_themselves():
-    at = open_page(PAGE, state=click(("ffn.out_map", 0, 1)))
+    at = page(state=click(("ffn.out_map", 0, 1)))
     text = explanations(at)
-    # Row 0, column 1 of the heatmap: the first word's second output, counted from 1 on
-    # this page as in its words and slider names (W₁[1,2]).
-    assert r"y_{1,2} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text and "Output 2 of" in text
-    at = open_page(PAGE, params={"ffn.hidden_map": "1,1", "ffn.act": "gelu"})
+    # Row 0, column 1 of the heatmap: the first word's output component 1, counted from 0
+    # as in its labels and slider names (W₁[0,2]).
+    assert r"y_{0,1} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text and "Output 1 of" in text
+    at = page(params={"ffn.hidden_map": "1,1", "ffn.act": "gelu"})
     # 谁 = [0, 1]: h = 0·0 + 1·1 + 0 = 1, GELU(1) = 0.841
-    assert r"a_{2,2} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
+    assert r"a_{1,1} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
         in explanations(at)
 
 
@@ -158,7 +176,7 @@ def test_step_by_step_link():
 
 
 def test_bias_sliders_move_the_result():
-    at = open_page(PAGE)
+    at = page()
     at.slider("_ffn.b2~1").set_value(0.5).run()  # b₂ = [0, 0.5]
     want = expected([1, -1], b2=[0, 0.5])
     assert want["y"] in page_text(at) and want["flat"] in page_text(at)
