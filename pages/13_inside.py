@@ -8,7 +8,7 @@ from tinyformer.lessons.probe import Inspection, probe
 from ui import explain
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num
 from ui.headings import subsection
@@ -50,15 +50,15 @@ def answering_rows(insp: Inspection, name: str) -> None:
     """Every block's and head's row of the answering position, one heatmap row each."""
     heads = insp.attention.shape[1]
     rows = insp.attention[:, :, -1].reshape(-1, len(insp.tokens))  # [L * H, N]
-    labels = [t("inside.head_label", b=r // heads + 1, h=r % heads + 1) for r in range(len(rows))]
+    labels = [t("inside.head_label", b=r // heads, h=r % heads) for r in range(len(rows))]
 
     def cell(r: int, j: int) -> str:
         b, h = divmod(r, heads)
         part = part_of(insp, j)
         share = insp.heads[r].shares._asdict()[part]
-        lead = t("inside.cell_row", b=b + 1, h=h + 1, c=insp.tokens[j], w=num(rows[r, j]),
+        lead = t("inside.cell_row", b=b, h=h, c=insp.tokens[j], w=num(rows[r, j]),
                  part=t(f"inside.part_{part}"))
-        return explain.sum_of(lead, rf"s^{{({b + 1},{h + 1})}}_\text{{{t('inside.sym_' + part)}}}",
+        return explain.sum_of(lead, rf"s^{{({b},{h})}}_\text{{{t('inside.sym_' + part)}}}",
                               [float(rows[r, k]) for k in positions(insp, part)], share)
 
     heatmap(rows, list(insp.tokens), labels, key=f"rows_{name}", explain=cell, zmin=0, zmax=1,
@@ -68,7 +68,7 @@ def answering_rows(insp: Inspection, name: str) -> None:
 def shares_table(insp: Inspection) -> None:
     """The measured shares per head, and an even spread's shares, side by side."""
     sizes = {p: len(positions(insp, p)) for p in PARTS}
-    names = [t("inside.head_label", b=s.block + 1, h=s.head + 1) for s in insp.heads]
+    names = [t("inside.head_label", b=s.block, h=s.head) for s in insp.heads]
     rows = [[num(v) for v in shares] for shares in (*(s.shares for s in insp.heads), insp.uniform)]
     st.table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
                           columns=[t(f"inside.col_{p}", n=sizes[p]) for p in PARTS]))
@@ -89,7 +89,7 @@ def every_head(found: dict[str, Inspection]) -> None:  # the question shown: thi
                 with column:
                     heatmap(shown.attention[b, h], list(shown.tokens), list(shown.tokens),
                             key=f"full_{b}_{h}", zmin=0, zmax=1, colorscale="Oranges",
-                            title=t("inside.head_label", b=b + 1, h=h + 1))
+                            title=t("inside.head_label", b=b, h=h))
 
 
 device = device_name()
@@ -113,41 +113,49 @@ section(t("inside.probs_title"))
 running = inspect(device, Q1)
 first = running.first_token
 word = running.word
-number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
-                          p2=num(word.merchant / first.merchant)),
-                word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
-                                 p2=num(word.merchant / first.merchant, 4),
-                                 p=num(word.merchant, 4)))
-st.markdown(t("inside.probs_lead"))
-for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
-    if name in found:
-        insp = found[name]
-        with column:
-            subsection(insp.question)
-            bars(list(PAYERS[:2]), {
-                t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
-                t("inside.word"): [insp.word.merchant, insp.word.buyer]},
-                key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
+second = word.merchant / first.merchant  # P(家 | 商)
+product = number_exercise("word", t("inside.ex2_question", p1=num(first.merchant),
+                                    p2=num(second)),
+                          word.merchant, t("inside.ex2_steps", p1=num(first.merchant, 4),
+                                           p2=num(second, 4), p=num(word.merchant, 4)))
+why = choice_exercise("why", t("inside.ex3_question"),
+                      [t(f"inside.ex3_{k}") for k in ("appended", "independent", "softmax")],
+                      correct=0, explanation=t("inside.ex3_explain", p2=num(second)))
+if product and why:  # the bars print P(商家), the words below say why it is a product
+    st.markdown(t("inside.probs_lead"))
+    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+        if name in found:
+            insp = found[name]
+            with column:
+                subsection(insp.question)
+                bars(list(PAYERS[:2]), {
+                    t("inside.first"): [insp.first_token.merchant, insp.first_token.buyer],
+                    t("inside.word"): [insp.word.merchant, insp.word.buyer]},
+                    key=f"probs_{name}", decimals=4, y_range=(0, 1.15), height=280)
+else:
+    after_answer()
 
 section(t("inside.where_title"), folded=True)
 even = running.uniform.reason
 reason_shares = [h.shares.reason for h in running.heads]
 verdict = 0 if min(reason_shares) > even else 1 if max(reason_shares) < even else 2
-choice_exercise("even", t("inside.ex_question", even=num(even), n=len(running.tokens),
-                          r=len(running.reason_positions), reason=running.example.reason),
-                [t("inside.ex_all_more"), t("inside.ex_all_less"), t("inside.ex_mixed")],
-                correct=verdict, explanation=t("inside.ex_explain", shares=", ".join(
-                    num(x) for x in reason_shares), even=num(even)))
-st.markdown(t("inside.where_lead"))
-for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
-    if name in found:
-        with column:
-            subsection(found[name].question)
-            answering_rows(found[name], name)
-            shares_table(found[name])
-st.info(t("inside.not_why"), icon=":material/school:")
-
-more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
-with more:  # drawn once opened: L x H more tables would slow every open of this page
-    if more.open:
-        every_head(found)
+spread = choice_exercise(
+    "even", t("inside.ex_question", even=num(even), n=len(running.tokens),
+              r=len(running.reason_positions), reason=running.example.reason),
+    [t("inside.ex_all_more"), t("inside.ex_all_less"), t("inside.ex_mixed")], correct=verdict,
+    explanation=t("inside.ex_explain", shares=", ".join(map(num, reason_shares)), even=num(even)))
+if spread:  # every head's row and share answers it
+    st.markdown(t("inside.where_lead"))
+    for column, (name, _) in zip(st.columns(2), QUESTIONS, strict=True):
+        if name in found:
+            with column:
+                subsection(found[name].question)
+                answering_rows(found[name], name)
+                shares_table(found[name])
+    st.info(t("inside.not_why"), icon=":material/school:")  # it names a large share
+    more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
+    with more:  # drawn once opened: L x H more tables would slow every open of this page
+        if more.open:
+            every_head(found)
+else:
+    after_answer()

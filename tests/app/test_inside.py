@@ -41,6 +41,15 @@ def trained():
     return load_model()
 
 
+@pytest.fixture(scope="module")
+def answered(trained) -> dict:
+    """The three exercises answered (as the session stores them): the bars and the
+    answering rows, which answer them, are drawn only then."""
+    insp = probe(trained, RUNNING_EXAMPLE)
+    return {"_inside.ex.word.answered": round(insp.word.merchant, 3),
+            "_inside.ex.why.answered": 0, "_inside.ex.even.answered": 2}
+
+
 def bar_texts(at) -> list[str]:
     """The exact numbers written on the page's bar charts, in page order."""
     texts = []
@@ -60,8 +69,8 @@ def expected_numbers(insp) -> list[str]:
 
 
 @pytest.fixture(scope="module", params=ONE_LANG)
-def default_page(request):
-    return open_page(PAGE, request.param)
+def default_page(request, answered):
+    return open_page(PAGE, request.param, state=answered)
 
 
 def test_defaults_show_both_questions_measured(default_page, trained):
@@ -87,14 +96,14 @@ def test_the_probabilities_agree_with_a_plain_forward_pass(default_page, trained
     assert bar_texts(default_page)[:2] == [f"{p_shang:.4f}", f"{p_mai:.4f}"]
 
 
-def test_a_typed_question_and_its_shared_link_agree(trained):
-    at = open_page(PAGE)
+def test_a_typed_question_and_its_shared_link_agree(trained, answered):
+    at = open_page(PAGE, state=answered)
     at.text_input("inside.q2").input(OTHER).run()
     assert_clean(at)
     assert at.query_params["inside.q2"] == OTHER
     insp = probe(trained, OTHER)
     typed = page_text(at) + " ".join(bar_texts(at))
-    linked_at = open_page(PAGE, params={"inside.q2": OTHER})
+    linked_at = open_page(PAGE, params={"inside.q2": OTHER}, state=answered)
     linked = page_text(linked_at) + " ".join(bar_texts(linked_at))
     for number in expected_numbers(insp):
         assert number in typed and number in linked
@@ -120,22 +129,29 @@ def test_questions_outside_the_pattern_get_one_message_and_no_answer(typed, key,
     assert "**买家承担。**" in text  # the other question still works
 
 
-def test_bad_link_values_fall_back_with_a_note(trained):
-    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"}, state=FULL_OPEN)
+def test_bad_link_values_fall_back_with_a_note(trained, answered):
+    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"},
+                   state={**answered, **FULL_OPEN})
     assert_clean(at)
     assert len(at.error) == 2  # one note per bad value, each question back to its default
     assert "**商家承担。**" in page_text(at)
 
 
-def test_number_exercise_chain_rule(trained):
+def test_number_exercise_chain_rule_then_why_then_the_bars(trained):
     insp = probe(trained, RUNNING_EXAMPLE)
     at = open_page(PAGE)
     assert num(insp.word.merchant) not in text_above(at, "_inside.ex.word.value")
+    assert not bar_texts(at)  # the bars print P(商家): not before both answers
+    answer(at, "inside.word", 0.5)
+    assert len(at.warning) == 1
     answer(at, "inside.word", round(insp.word.merchant, 3))
     assert len(at.success) == 1
     assert f"= {num(insp.word.merchant, 4)}$" in explanations(at)
-    answer(at, "inside.word", 0.5)
-    assert len(at.warning) == 1
+    assert not bar_texts(at)  # the why is still open
+    reveal(at, "inside.why", 0)
+    p2 = num(insp.word.merchant / insp.first_token.merchant)
+    assert catalogue("en")["inside.ex3_explain"].format(p2=p2) in at.success[-1].value
+    assert f"{insp.word.merchant:.4f}" in bar_texts(at)
 
 
 def test_choice_exercise_compares_with_an_even_spread(trained):
@@ -145,26 +161,29 @@ def test_choice_exercise_compares_with_an_even_spread(trained):
     right = 0 if min(shares) > even else 1 if max(shares) < even else 2
     at = open_page(PAGE)
     assert num(shares[0]) not in text_above(at, "_inside.ex.even.choice")
+    assert not tables(at)  # every head's row and share answer it
     reveal(at, "inside.even", right)
     assert len(at.success) == 1 and num(shares[-1]) in at.success[0].value
+    assert len(tables(at)) == 4  # two answering rows and two share tables
     reveal(at, "inside.even", (right + 1) % 3)
     assert len(at.warning) == 1
 
 
-def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained):
+def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained, answered):
     insp = probe(trained, RUNNING_EXAMPLE)
-    at = open_page(PAGE, state=click(("inside.rows_q1", 2, 6)))  # block 2 head 1, 「题」
+    at = open_page(PAGE, state={**answered, **click(("inside.rows_q1", 2, 6))})  # 「题」
     text = explanations(at)
     row = insp.attention[1, 0, -1]
     terms = " + ".join(num(float(row[j])) for j in insp.reason_positions)
     assert f"{terms} = {num(insp.heads[2].shares.reason)}" in text
-    at = open_page(PAGE, params={"inside.rows_q2": "0,8"})  # 「谁」 in the twin: the rest
+    assert "Block 1 · head 0" in text and r"s^{(1,0)}" in text  # row 2: counted from 0
+    at = open_page(PAGE, params={"inside.rows_q2": "0,8"}, state=answered)  # 「谁」: the rest
     twin = probe(trained, TWIN)
     assert f"= {num(twin.heads[0].shares.rest)}" in explanations(at)
 
 
-def test_every_block_and_head_of_the_chosen_question(trained):
-    at = open_page(PAGE)
+def test_every_block_and_head_of_the_chosen_question(trained, answered):
+    at = open_page(PAGE, state=answered)
     assert len(tables(at)) == 4  # closed: two answering rows and two share tables, no full one
     assert not [r for r in at.radio if r.key == "inside.which"]
     at.session_state[FULL_KEY] = True  # the learner opens the section
