@@ -50,8 +50,19 @@ def _one_component_scan() -> None:
     AppTest.__init__ = init
 
 
+def _own_class_store() -> None:
+    """Class sessions (serving/class_store.py) of a test run live in a file of their own,
+    shared by this run's processes (xdist workers, app servers), never the machine's."""
+    import tempfile
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    os.environ["TINYFORMER_CLASS_STORE"] = str(
+        Path(tempfile.gettempdir()) / f"tinyformer-test-classes-{run}.sqlite")
+
+
 _navigation_from_app_py()
 _one_component_scan()
+_own_class_store()
 
 BROWSER_FOLDERS = ("e2e", "proxy")
 

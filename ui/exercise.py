@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from ui import classroom, handout, state
+from ui import class_session, classroom, handout, state
 from ui.fmt import num
 from ui.i18n import t
 
@@ -75,12 +75,28 @@ def choice_exercise(name: str, question: str, options: Sequence[str], correct: i
                           horizontal=max(map(_width, options)) <= SHORT_OPTION)
         if st.button(t("kit.reveal"), key=f"{key}.reveal", disabled=choice is None):
             _record(key, choice)
+            class_session.record(state.current_stage(), name, str(choice), choice == correct)
         if choice is not None and _answered(key) == choice:
             if choice == correct:
                 st.success(t("kit.right") + " " + explanation)
             else:
                 st.warning(t("kit.not_quite", answer=options[correct]) + " " + explanation)
-    return _answered(key) is not None
+        shown = _class_view(name, list(options), t("kit.class_answer", answer=options[correct])
+                            + " " + explanation)
+    return _answered(key) is not None or shown
+
+
+def _class_view(name: str, options: list[str] | None, answer: str,
+                right: str | None = None) -> bool:
+    """In a class session: the teacher's tally under the exercise; for the class, the
+    answer and everyone's answers once the teacher shows them. True: shown to the class."""
+    stage = state.current_stage()
+    class_session.tally(stage, name, options, right)
+    if not class_session.revealed(stage, name):
+        return False
+    st.info(answer, icon=":material/groups:")
+    class_session.distribution(stage, name, options, right)
+    return True
 
 
 def number_exercise(name: str, question: str, answer: float, steps: str, *,
@@ -101,6 +117,8 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
             st.error(t("input.not_finite", token=str(typed)))
         elif pressed and typed is not None:
             _record(key, typed)
+            class_session.record(state.current_stage(), name, num(typed, decimals),
+                                 abs(typed - answer) <= tolerance + 1e-12)
         if typed is not None and _answered(key) == typed:
             if abs(typed - answer) <= tolerance + 1e-12:
                 st.success(t("kit.right_number", answer=num(answer, decimals)))
@@ -108,4 +126,6 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
                 st.warning(t("kit.not_quite_number", typed=num(typed, decimals),
                              answer=num(answer, decimals)))
             st.markdown(steps)
-    return _answered(key) is not None
+        shown = _class_view(name, None, t("kit.class_answer", answer=num(answer, decimals))
+                            + " " + steps, num(answer, decimals))
+    return _answered(key) is not None or shown

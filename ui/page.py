@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 from streamlit.navigation.page import StreamlitPage
 
-from ui import classroom, exercise, handout, state
+from ui import class_session, classroom, exercise, handout, state
 from ui.fold import Folded
 from ui.fold import fold as fold  # re-exported: a page imports its kit from ui.page
 from ui.i18n import current_lang, t
@@ -107,6 +107,7 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
                 st.error(t("kit.page_failed"), icon=":material/sentiment_dissatisfied:")
         if st.session_state.get(classroom.SHARE_ON) and state.url_now() != url_before:
             st.rerun(scope="app")  # the QR code on show must carry this edit
+        class_session.sync(state.current_stage())  # a step walked here moves the class
         if st.session_state.pop(exercise.FIRST_ANSWER, False):
             st.rerun(scope="app")  # content gated on this answer may sit outside the section
         return folded

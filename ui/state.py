@@ -12,7 +12,8 @@ Key names, one rule (docs/architecture.md, "State and URLs"):
   ("V", "Q") would crash each other. The stage id is the page's URL path.
 - a value shared on purpose by several stages lives in a listed namespace
   (SHARED_NAMESPACES: "hand.q") and means the same thing, with the same shape, on each;
-- the frame's own values (GLOBAL_KEYS: language, presenter view, device) have no prefix.
+- the frame's own values (GLOBAL_KEYS: language, presenter view, device, class) have no
+  prefix.
 Any other name, dotted or not, is the current stage's.
 
 Booleans are spelled one way: "true" / "false" ("1" / "0" in old links still read).
@@ -37,8 +38,9 @@ import streamlit as st
 from ui.i18n import LANG_PARAM as LANG
 from ui.i18n import t
 
-PRESENT, DEVICE = "present", "device"
-GLOBAL_KEYS = (LANG, PRESENT, DEVICE)  # the frame's values: the same on every page
+PRESENT, DEVICE, CLASS = "present", "device", "class"
+# The frame's values: the same on every page (CLASS: the class session's code, ui/class_session.py)
+GLOBAL_KEYS = (LANG, PRESENT, DEVICE, CLASS)
 SHARED_NAMESPACES = ("hand",)  # stages 2-5's hand example (ui/hand_example.py)
 # URL prefixes of old links -> today's stage ids (the ids now match the page paths).
 OLD_PREFIXES = {"ngram": "ngrams", "multihead": "multi_head", "kvcache": "kv_cache",

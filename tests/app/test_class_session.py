@@ -1,0 +1,80 @@
+"""A class session through the real app (ui/class_session.py): the teacher starts a class,
+a learner joins by its link and follows, explores and comes back, answers; the teacher
+sees the tally and shows the answer; a forged teacher link and an ended class are refused.
+The store is the test run's own SQLite file (tests/conftest.py)."""
+
+from __future__ import annotations
+
+from tests.app.helpers import open_page, page_text
+from ui.i18n import catalogue
+from ui.stages import by_id
+
+EN = catalogue("en")
+
+
+def _title(at) -> str:
+    return at.title[0].value if at.title else ""
+
+
+def _here(at):
+    """AppTest forgets a page change the script made (st.switch_page), which a browser
+    keeps in its address: say it again before the learner's next run."""
+    return at.switch_page(by_id(at.session_state["_stage"]).path)
+
+
+def _rerun(at):
+    """The follower's next check (every 2 s in a browser)."""
+    return _here(at).run()
+
+
+def _exercise(at) -> str:
+    """The first multiple-choice exercise on the page: its kit key."""
+    radio = next(r for r in at.radio if (r.key or "").endswith(".choice"))
+    return radio.key.removesuffix(".choice")
+
+
+def test_a_class_follows_its_teacher_answers_and_sees_the_answer_shown():
+    teacher = open_page("pages/03_softmax.py")
+    teacher.button("_class_start").click().run()
+    code = teacher.query_params["class"]
+    assert "teacher" not in teacher.query_params  # the key never reaches the address
+    assert f"Class {code}" in page_text(teacher)
+
+    learner = open_page("pages/00_ngrams.py", params={"class": code})
+    # The follower's check (every 2 s in a browser; also on every whole run) moved it.
+    assert _title(learner).startswith("3 ·")
+    assert EN["class.following"].format(code=code) in page_text(learner)
+
+    _here(learner).button("_class_explore").click().run()
+    teacher.switch_page("pages/05_masks.py").run()
+    _rerun(learner)
+    assert _title(learner).startswith("3 ·")  # exploring: it stays
+    _here(learner).button("_class_back").click().run()
+    _rerun(learner)
+    assert _title(learner).startswith("5.1 ·")
+
+    key = _exercise(learner)
+    _here(learner).radio(f"{key}.choice").set_value(0).run()
+    learner.button(f"{key}.reveal").click().run()
+    teacher.run()
+    name = key.split(".ex.", 1)[1]
+    tallies = [c.value for c in teacher.caption if c.value.startswith("Class: ")]
+    assert tallies[0] in (EN["class.tally"].format(n=1, right=0),
+                          EN["class.tally"].format(n=1, right=1))
+    teacher.button(f"_class_reveal.masks.{name}").click().run()
+    _rerun(learner)
+    assert any(i.value.startswith(EN["kit.class_answer"].split("{")[0]) for i in learner.info)
+
+
+def test_a_forged_teacher_link_and_an_ended_class_are_refused():
+    teacher = open_page("pages/03_softmax.py")
+    teacher.button("_class_start").click().run()
+    code = teacher.query_params["class"]
+    forged = open_page("pages/03_softmax.py", params={"class": code, "teacher": "guess"})
+    assert EN["class.not_teacher"] in [w.value for w in forged.warning]
+    assert "_class_reveal" not in str([b.key for b in forged.button])
+    ended = open_page("pages/03_softmax.py", params={"class": "ZZZZZZ"})
+    assert EN["class.gone"] in [w.value for w in ended.warning]
+    assert "class" not in ended.query_params
+    bad = open_page("pages/03_softmax.py", params={"class": "<b>x"})
+    assert EN["class.bad_code"] in [e.value for e in bad.error]

@@ -1,0 +1,337 @@
+"""A class session, drawn by the frame: the teacher leads, the class follows and answers.
+
+- The teacher starts a class (sidebar): the store (serving/class_store.py) gives a class
+  code and a teacher key. The code is a global URL value (`class`), so the share panel's
+  link and QR code carry it and nothing else; the key stays in the teacher's session. A
+  teacher link (`?class=CODE&teacher=KEY`) reopens the lead after a reload: the key is read
+  once and taken out of the address at once, so it never reaches the projector or a link.
+- A learner who opens a link with `class=CODE` joins and follows: every POLL_SECONDS a
+  small section asks the store where the teacher is and, when the teacher has moved, moves
+  the page to the teacher's stage, worked-example step and open sections (never the
+  teacher's inputs: a learner's own inputs on a stage are kept for when the class comes
+  back to it). "Explore on my own" stops following; "Back to the teacher" resumes.
+- While in a class, each exercise a learner answers is recorded under a pseudonym (a hash
+  of the browser's own XSRF cookie, so a reload is the same learner). The teacher sees,
+  under each exercise, how many answered, the distribution and the share right, and can
+  show the answer to the class.
+
+A store that cannot be reached gives a translated message; the page goes on alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+from serving import class_store
+from serving.class_store import ClassError, ClassStore, normal_code
+from ui import state
+from ui.fold import NAME as FOLD_NAME
+from ui.i18n import t
+
+_LOG = logging.getLogger(__name__)
+
+CLASS = state.CLASS  # the URL value: a class code
+TEACHER = "teacher"  # the teacher link's key; read once, then removed from the URL
+POLL_SECONDS = 2.0  # a follower sees the teacher's move within about this long
+_KEY = "_class_teacher_key"
+_FOLLOW = "_class_follow"
+_SEEN = "_class_seen"  # the position version a follower last applied
+_PUSHED = "_class_pushed"  # what the teacher last wrote: (stage, params)
+_OWN = "_class_own"  # a follower's own inputs, per stage: kept for when the class returns
+_JOINED = "_class_joined"
+_ME = "_class_learner"
+_TALLY = "_class_tally"  # what the teacher's tallies were drawn from
+_REVEALED = "_class_revealed"  # the exercises whose answer the teacher has shown
+_CODE = state.text_codec(class_store.CODE_LENGTH)
+
+
+def store() -> ClassStore:
+    return class_store.store()
+
+
+def code() -> str | None:
+    return normal_code(st.session_state.get(CLASS) or "")
+
+
+def teaching() -> bool:
+    return code() is not None and bool(st.session_state.get(_KEY))
+
+
+def following() -> bool:
+    return code() is not None and not teaching() and st.session_state.get(_FOLLOW, True)
+
+
+def learner_id() -> str:
+    """A pseudonym for this browser: the same after a reload (Streamlit's XSRF cookie is
+    the browser's), never its name; a session of its own where no cookie is sent."""
+    if _ME not in st.session_state:
+        cookie = (st.context.cookies or {}).get("_streamlit_xsrf") or secrets.token_hex(8)
+        st.session_state[_ME] = hashlib.sha256(cookie.encode()).hexdigest()[:12]
+    return st.session_state[_ME]
+
+
+def _refused(error: ClassError) -> None:
+    _LOG.info("class session: %s", error.__class__.__name__)
+    st.warning(t(error.key), icon=":material/groups:")
+
+
+def _safely(work: Callable[[], Any]) -> Any:
+    try:
+        return work()
+    except ClassError as error:
+        _refused(error)
+        return None
+
+
+# --- entering a page ---------------------------------------------------------------------
+def enter() -> None:
+    """Called by the frame on every whole run, before the page: read a class code or a
+    teacher link from the URL, keep the code in the URL (Streamlit's own navigation drops
+    query parameters), and join as a learner."""
+    typed = st.query_params.get(CLASS)
+    if typed is not None and normal_code(typed) is None:
+        del st.query_params[CLASS]
+        st.error(t("class.bad_code"), icon=":material/groups:")
+        typed = None
+    current = normal_code(typed) if typed else code()
+    if current != st.session_state.get(CLASS):
+        _forget()  # another class than this session's: start afresh
+        st.session_state[CLASS] = current
+    key = st.query_params.get(TEACHER)
+    if key is not None:
+        del st.query_params[TEACHER]  # never on the projector, never in a shared link
+        if current and _safely(lambda: store().is_teacher(current, key)):
+            st.session_state[_KEY] = key
+        elif current:
+            _refused(class_store.NotTeacher())
+    if current is None:
+        return
+    state.write_url(CLASS, current, None, _CODE)
+    if not teaching() and st.session_state.get(_JOINED) != current:
+        try:
+            store().join(current, learner_id())
+            st.session_state[_JOINED] = current
+        except class_store.ClassGone as error:
+            _refused(error)
+            leave()
+        except ClassError as error:
+            _refused(error)
+
+
+def _forget() -> None:
+    for name in (_KEY, _JOINED, _SEEN, _PUSHED, _OWN, _FOLLOW, _TALLY, _REVEALED):
+        st.session_state.pop(name, None)
+
+
+def start() -> None:
+    """The teacher's button: a new class, led from this session."""
+    made = _safely(lambda: store().start())
+    if made:
+        new_code, key = made
+        st.session_state[_KEY] = key
+        state.set_value(CLASS, new_code, None, _CODE)
+        st.session_state.pop(_PUSHED, None)
+
+
+def leave() -> None:
+    _forget()
+    state.set_value(CLASS, None, None, _CODE)
+
+
+def teacher_link() -> str:
+    return f"?{CLASS}={code()}&{TEACHER}={st.session_state.get(_KEY, '')}"
+
+
+# --- the teacher's position ------------------------------------------------------------------
+def _position_params(stage_id: str) -> dict[str, str]:
+    """What a follower takes from the teacher: the worked examples' steps and the open
+    sections of the stage, never its inputs."""
+    return {k: v for k, v in state.url_now().items() if _is_position(stage_id, k)}
+
+
+def _is_position(stage_id: str, key: str) -> bool:
+    return key.startswith(f"{stage_id}.") and (
+        key.endswith(".step") or key == f"{stage_id}.{FOLD_NAME}")
+
+
+def sync(stage_id: str) -> None:
+    """After a whole run or a section's rerun: the teacher's move goes to the store; a
+    follower's own inputs are remembered for when the class comes back here."""
+    if teaching():
+        where = (stage_id, _position_params(stage_id))
+        moved = st.session_state.get(_PUSHED) != where and _safely(
+            lambda: store().move(code(), st.session_state[_KEY], *where))
+        if moved:
+            st.session_state[_PUSHED] = where
+    elif code():
+        own = st.session_state.setdefault(_OWN, {})
+        own[stage_id] = {k: v for k, v in state.url_now().items()
+                         if k.startswith(f"{stage_id}.") and not _is_position(stage_id, k)}
+
+
+def _follow(stage_id: str, page_of: Callable[[str], Any]) -> None:
+    """A follower's check: move to the teacher's stage, step and open sections."""
+    where = _safely(lambda: store().position(code()))
+    if where is None or where.version == st.session_state.get(_SEEN):
+        return
+    st.session_state[_SEEN] = where.version
+    own = st.session_state.get(_OWN, {}).get(where.stage, {})
+    params = {**state.link_params(), **own, **where.params}
+    if where.stage != stage_id:
+        st.switch_page(page_of(where.stage), query_params=params)
+    stale = [k for k in state.url_now() if _is_position(stage_id, k) and k not in params]
+    if not stale and all(state.url_now().get(k) == v for k, v in where.params.items()):
+        return
+    entered = st.session_state.get("_entered", set())
+    for key in stale:
+        del st.query_params[key]
+        entered.discard(key)
+    for key, value in where.params.items():
+        st.query_params[key] = value
+        entered.discard(key)  # read again from the URL: the teacher's step
+    st.rerun(scope="app")
+
+
+# --- the bar -----------------------------------------------------------------------------
+def bar(stage_id: str, page_of: Callable[[str], Any]) -> None:
+    """One line under the title while in a class: its code, the role, and for a learner
+    the switch between following and exploring."""
+    if code() is None:
+        return
+    with st.container(key="class_bar", horizontal=True, vertical_alignment="center"):
+        if teaching():
+            _teacher_line()
+        else:
+            _learner_line(stage_id, page_of)
+
+
+def _learner_line(stage_id: str, page_of: Callable[[str], Any]) -> None:
+    if following():
+        st.markdown(t("class.following", code=code()))
+        st.button(t("class.explore"), key="_class_explore", on_click=_set_follow,
+                  args=(False,))
+        _poll(stage_id, page_of)
+    else:
+        st.markdown(t("class.exploring", code=code()))
+        st.button(t("class.back"), key="_class_back", on_click=_set_follow, args=(True,),
+                  type="primary")
+
+
+def _set_follow(on: bool) -> None:
+    st.session_state[_FOLLOW] = on
+    st.session_state.pop(_SEEN, None)  # back to the teacher: go where the teacher is now
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _poll(stage_id: str, page_of: Callable[[str], Any]) -> None:
+    if following():
+        _follow(stage_id, page_of)
+        if _reveals_changed():
+            st.rerun(scope="app")
+
+
+def _reveals_changed() -> bool:
+    shown = _safely(lambda: store().revealed(code())) or set()
+    if shown != st.session_state.get(_REVEALED, set()):
+        st.session_state[_REVEALED] = shown
+        return True
+    return False
+
+
+def _teacher_line() -> None:
+    @st.fragment(run_every=POLL_SECONDS)
+    def live() -> None:
+        joined = _safely(lambda: store().learners(code()))
+        answered = _safely(lambda: len(store().answers(code(), state.current_stage())))
+        st.markdown(t("class.leading", code=code(), n=joined or 0))
+        now = (joined, answered)
+        if st.session_state.setdefault(_TALLY, now) != now:
+            st.session_state[_TALLY] = now
+            st.rerun(scope="app")  # new answers: the tallies under the exercises follow
+
+    live()
+
+
+# --- the sidebar -------------------------------------------------------------------------
+def sidebar() -> None:
+    """Start or join a class; the teacher's own link; leave."""
+    with st.expander(t("class.title"), icon=":material/groups:"):
+        if code() is None:
+            st.button(t("class.start"), key="_class_start", on_click=start)
+            typed = st.text_input(t("class.join_label"), key="_class_join", max_chars=8,
+                                  placeholder="ABC234")
+            if st.button(t("class.join"), key="_class_join_go", disabled=not typed):
+                if normal_code(typed) is None:
+                    st.error(t("class.bad_code"))
+                else:
+                    state.set_value(CLASS, normal_code(typed), None, _CODE)
+                    st.rerun()
+            return
+        if teaching():
+            st.caption(t("class.teacher_link_note"))
+            st.code(teacher_link(), language=None)
+        st.button(t("class.leave"), key="_class_leave", on_click=leave)
+
+
+# --- exercises -----------------------------------------------------------------------------
+def record(stage_id: str, exercise: str, answer: str, right: bool) -> None:
+    """A learner's checked answer, for the teacher's tally (nothing outside a class)."""
+    if code() and not teaching():
+        _safely(lambda: store().answer(code(), learner_id(), stage_id, exercise, answer, right))
+
+
+def revealed(stage_id: str, exercise: str) -> bool:
+    """Has the teacher shown this exercise's answer to the class?"""
+    if not code() or teaching():
+        return False
+    shown = st.session_state.get(_REVEALED)
+    if shown is None:
+        shown = st.session_state[_REVEALED] = (
+            _safely(lambda: store().revealed(code())) or set())
+    return (stage_id, exercise) in shown
+
+
+def tally(stage_id: str, exercise: str, options: Sequence[str] | None,
+          right: str | None = None) -> None:
+    """Under an exercise, for the teacher: how many answered, the distribution, the share
+    right, and the button that shows the answer to the class."""
+    if not teaching():
+        return
+    distribution(stage_id, exercise, options, right)
+    key = st.session_state[_KEY]
+    if st.button(t("class.reveal"), key=f"_class_reveal.{stage_id}.{exercise}"):
+        _safely(lambda: store().reveal(code(), key, stage_id, exercise))
+        st.success(t("class.revealed"))
+
+
+def distribution(stage_id: str, exercise: str, options: Sequence[str] | None,
+                 right: str | None = None) -> None:
+    """The class's answers to one exercise: how many, how many right, and one bar per
+    choice (or per distinct number typed, the right one marked)."""
+    answers = [a for a in (_safely(lambda: store().answers(code(), stage_id)) or [])
+               if a.exercise == exercise]
+    st.caption(t("class.tally", n=len(answers), right=sum(a.right for a in answers)))
+    if not answers:
+        return
+    counts = Counter(a.answer for a in answers)
+    if options is not None:  # a choice: one bar per option, in the options' order
+        bars = [(option, counts.get(str(i), 0)) for i, option in enumerate(options)]
+    else:
+        bars = [(f"{value} ✓" if value == right else value, counts[value])
+                for value in sorted(counts, key=_as_number)]
+    for label, count in bars:
+        st.progress(count / len(answers), text=f"{label} · {count}")
+
+
+def _as_number(text: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(text))
+    except ValueError:
+        return (1, text)
