@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.bpe import BPEEncoding, hex_bytes, merge_run
-from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_cuts
+from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_byte_entries, corpus_cuts
 from tinyformer.tokenizer import UNK_ID
 from ui.charts import PALETTE, lines, spans
 from ui.example import question_box
@@ -17,6 +17,7 @@ from ui.page import part, section
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
 PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
+BYTES_TEXT = "运费12元"  # the byte-count exercise: Chinese characters and digits
 
 
 def cut_table(tokens, ids, extra: dict | None = None) -> None:
@@ -33,6 +34,20 @@ def byte_figure(key: str, n_bytes: int, *rows) -> None:
     cuts = [(name, [f"{tok}\n{i}" for tok, i in zip(toks, ids, strict=True)], places,
              partial, colour) for name, toks, ids, places, partial, colour in rows]
     spans(cuts, key=key, length=n_bytes, x_title=t("bpe.byte_axis"), marked_colour=PARTIAL)
+
+
+def byte_ids(char: str) -> None:
+    """Why a byte's ID is not its value: the bytes of one character, the printable
+    character each is stored as, and its ID."""
+    entries = corpus_byte_entries()  # [256], by byte value
+    space = entries[0x20]
+    st.markdown(t("bpe.byte_ids", char=plain(char), space=space.char, space_id=space.id,
+                  last=bpe.vocab_size - 1))
+    held = [entries[b] for b in char.encode("utf-8")]
+    st.table(pd.DataFrame({t("bpe.col_byte"): [f"{e.value:02X}" for e in held],
+                           t("bpe.col_value"): [str(e.value) for e in held],
+                           t("bpe.col_stored"): [e.char for e in held],
+                           t("bpe.col_id"): [str(e.id) for e in held]}))
 
 
 def bpe_row(name: str, enc: BPEEncoding) -> tuple:
@@ -69,6 +84,7 @@ with shown_errors():
                   chars=plain(cuts.char_decoded),
                   bpe_ok=t(f"bpe.same_{cuts.bpe_round_trip}"),
                   chars_ok=t(f"bpe.same_{cuts.char_round_trip}")))
+    byte_ids(sentence[0])
 
 # --- What BPE learned: its merges, in the order it learned them ----------------------
 first = bpe.merges[0]
@@ -89,9 +105,6 @@ st.dataframe(pd.DataFrame({
 # --- The merges one by one on the sentence ---------------------------------------------
 @part
 def merges_one_by_one(sentence: str, cuts, run) -> None:
-    number_exercise("bytes", t("bpe.ex2_question"), cuts.n_bytes, t(
-        "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in cuts.char_spans),
-        n=cuts.n_bytes), tolerance=0, decimals=0)
     section(t("bpe.steps_title"))
     k = number("k", t("bpe.k_label", k=len(bpe.merges)), 0, len(bpe.merges), 0,
                gesture="both")
@@ -112,6 +125,14 @@ def merges_one_by_one(sentence: str, cuts, run) -> None:
           table=False, height=260, decimals=0)
     st.caption(t("bpe.used", ranks=", ".join(map(str, run.used)), n=len(run.used),
                  k=len(bpe.merges)))
+# --- Before the merges: how many bytes, and why a character takes 1 or 3 ---------------
+bytes_cut = corpus_cuts(BYTES_TEXT)  # its UTF-8 bytes, character by character
+number_exercise("bytes", t("bpe.ex2_question", text=BYTES_TEXT),
+                len(bpe.first_merges(0).encode(BYTES_TEXT).ids), t(
+                    "bpe.ex2_steps", sum=" + ".join(str(b - a) for a, b in bytes_cut.char_spans),
+                    n=bytes_cut.n_bytes), tolerance=0, decimals=0)
+choice_exercise("bytes_why", t("bpe.ex3_question"), [t(f"bpe.ex3_{k}") for k in "abc"],
+                correct=1, explanation=t("bpe.ex3_explain"))
 if cuts is not None:
     merges_one_by_one(sentence, cuts, run)
 st.info(t("bpe.model_note"), icon=":material/lightbulb:")

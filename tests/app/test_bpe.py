@@ -17,7 +17,7 @@ from tests.app.helpers import (
     text_above,
 )
 from tinyformer.bpe import merge_run
-from tinyformer.lessons.bpe_corpus import corpus_bpe
+from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_byte_entries
 from tinyformer.lessons.corpus import vocabulary
 from ui.example import Q1, Q2
 from ui.i18n import catalogue
@@ -54,6 +54,13 @@ def test_defaults_cut_the_running_example_both_ways(default_page) -> None:
     assert "E5 93 81" in text  # 品's bytes, cut into <E5 93> + <81>
     assert ("运费 *shipping fee*" in text) == (lang == "en")
     assert "bpe." not in text and "errors." not in text
+    # a byte's ID beside its value: the bytes of 商 (E5 95 86), as the vocabulary holds them
+    entries = corpus_byte_entries()
+    held = next(f for f in tables(at) if f.index[0] == 0 and f.shape[1] == 4)
+    assert held.values.tolist() == [[f"{b:02X}", str(b), entries[b].char, str(entries[b].id)]
+                                    for b in "商".encode()]
+    assert held.values.tolist()[0] == ["E5", "229", "å", "161"]
+    assert "「Ġ」" in text and f" {entries[0x20].id}" in text  # the space byte, moved
 
 
 def test_the_merges_table_is_the_learned_order() -> None:
@@ -129,11 +136,17 @@ def test_the_choice_exercise_names_the_first_merge(lang) -> None:
     assert any(catalogue(lang)["bpe.ex_explain"] in s.value for s in at.success)
 
 
-@pytest.mark.parametrize(("typed", "right"), [(42, True), (14, False)])
-def test_the_byte_count_exercise(typed, right) -> None:
+@pytest.mark.parametrize(("typed", "right"), [(11, True), (10, False)])
+def test_the_byte_count_exercise_and_its_why(typed, right) -> None:
     at = open_page(PAGE)
     above = text_above(at, "_bpe.ex.bytes.value")
-    assert "= 42" not in above and "42 bytes" not in above  # predict first
+    steps = "3 + 3 + 1 + 1 + 3 = 11"  # 运费12元: two characters, two digits, one character
+    assert "11 bytes" not in above and steps not in page_text(at)  # predict first
     answer(at, "bpe.bytes", typed)
     assert len(at.success if right else at.warning) == 1
-    assert "3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 3 = 42" in page_text(at)
+    assert steps in page_text(at)
+    if right:
+        explained = catalogue("en")["bpe.ex3_explain"]
+        assert explained not in page_text(at)
+        reveal(at, "bpe.bytes_why", 1)
+        assert any(explained in s.value for s in at.success)

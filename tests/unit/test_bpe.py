@@ -21,7 +21,7 @@ from tinyformer.bpe import (
     train_bpe,
 )
 from tinyformer.errors import ParameterError
-from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_cuts, corpus_texts
+from tinyformer.lessons.bpe_corpus import corpus_bpe, corpus_byte_entries, corpus_cuts, corpus_texts
 from tinyformer.lessons.corpus import RUNNING_EXAMPLE, TWIN, all_examples, vocabulary
 from tinyformer.tokenizer import UNK_ID
 
@@ -85,6 +85,23 @@ def test_merges_are_in_learning_order_and_build_the_vocabulary(bpe) -> None:
         assert m.merged == m.left + m.right and m.merged in vocab
         assert m.left in known and m.right in known  # built only from earlier pieces
         known.add(m.merged)
+
+
+def test_a_bytes_id_is_not_its_value(bpe) -> None:
+    """Each byte is stored as a printable character (GPT-2's table), and the vocabulary
+    numbers the 256 such characters in code-point order, then the merges as learned."""
+    entries = corpus_byte_entries()
+    assert [e.value for e in entries] == list(range(256))
+    assert sorted(e.id for e in entries) == list(range(256))  # the bytes come first
+    by_id = sorted(entries, key=lambda e: e.id)
+    assert [e.char for e in by_id] == sorted(e.char for e in entries)  # code-point order
+    assert (entries[0x41].char, entries[0x20].char) == ("A", "Ġ")  # printable kept, space moved
+    assert [bpe.encode(chr(v)).ids for v in (0x41, 0x20)] == [(entries[0x41].id,),
+                                                              (entries[0x20].id,)]
+    assert (entries[0xE5].char, entries[0xE5].id) == ("å", 161)  # the first byte of 商
+    assert all(e.id != e.value for e in entries)  # here no byte's ID is its value
+    vocab = {bpe.token(i): i for i in range(bpe.vocab_size)}
+    assert [vocab[m.merged] for m in bpe.merges] == [256 + m.rank for m in bpe.merges]
 
 
 def _pair_counts(texts: list[str]) -> Counter:
