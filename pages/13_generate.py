@@ -14,7 +14,7 @@ from tinyformer.lessons.train import ANSWER_LENGTH
 from ui import explain
 from ui.charts import lines
 from ui.example import PAYERS, Q1, Q1_WORDS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num
 from ui.i18n import t
@@ -80,37 +80,60 @@ def weights_map(att, head: int, tokens: list[str]) -> None:
 def one_step(cmp: CacheComparison, tokens: list[str], n: int, n_new: int, layers: int,
              heads: int) -> None:  # the cache, step, block and head: this section only
     section(t("generate.steps_title"))
-    choice_exercise("rows", t("generate.ex_question"),
-                    [t("generate.ex_one"), t("generate.ex_so_far"), t("generate.ex_all")],
-                    correct=0, explanation=t("generate.ex_explain"))
+    if not choice_exercise("rows", t("generate.ex_question"),
+                           [t("generate.ex_one"), t("generate.ex_so_far"), t("generate.ex_all")],
+                           correct=0, explanation=t("generate.ex_explain")):
+        after_answer()  # the K and V tables below mark the rows each step computes
+        return
     use_cache = toggle("cache", t("generate.cache"), True, help=t("generate.cache_help"))
     gen = cmp.cached if use_cache else cmp.recomputed
     k = choice("step", t("generate.step"), list(range(1, n_new + 1)), min(2, n_new),
                widget="slider", options_shrink=True,
                format_func=lambda s: t("generate.step_label", k=s, tok=tokens[n + s - 1]))
     with st.container(horizontal=True):
-        block = choice("block", t("generate.block"), list(range(1, layers + 1)), 1,
-                       widget="segmented")
-        head = choice("head", t("generate.head"), list(range(1, heads + 1)), 1, widget="segmented")
+        block = choice("block", t("generate.block"), list(range(layers)), 0, widget="segmented")
+        head = choice("head", t("generate.head"), list(range(heads)), 0, widget="segmented")
     step = gen.steps[k - 1]
-    att = step.trace.blocks[block - 1].attention
+    att = step.trace.blocks[block].attention
     facts = "full" if not use_cache else "first" if k == 1 else "cache"
     st.markdown(t(f"generate.facts_{facts}", k=k, prev=k - 1, new=len(step.fed),
                   fed="".join(tokens[n + k - 1 - len(step.fed):n + k - 1]),
                   past=step.past, rows=att.k.shape[-2], tok=tokens[n + k - 1],
                   p=num(step.probability)))
-    q_table = att.q[0, head - 1].cpu()  # [N, hd]
+    q_table = att.q[0, head].cpu()  # [N, hd]
     heatmap(q_table, [str(c) for c in range(q_table.shape[-1])],
             [f"{j} · {tokens[j]}" for j in range(att.past_length, att.k.shape[-2])],
             key="q_map", title=t("generate.q_title", new=len(step.fed),
                                  hd=q_table.shape[-1]), **diverging(q_table))
     fold(t("generate.weights_title"))
-    weights_map(att, head - 1, tokens)
-    kv_maps(att, head - 1, k, tokens, n, cmp.kv_gaps[k - 1], use_cache)
+    weights_map(att, head, tokens)
+    kv_maps(att, head, k, tokens, n, cmp.kv_gaps[k - 1], use_cache)
     st.caption(t("generate.star"))
     (st.success if cmp.same_tokens else st.warning)(t(
         "generate.same" if cmp.same_tokens else "generate.differ", k=k, tok=tokens[n + k - 1],
         logit=f"{cmp.logit_gaps[k - 1]:.1e}", kv=f"{cmp.kv_gaps[k - 1]:.1e}"))
+
+
+def work_table(cmp: CacheComparison, tokens: list[str], n: int, n_new: int) -> None:
+    """Each step's counted work with and without the cache, its running sums and chart."""
+    full = cmp.recomputed
+    st.markdown(t("generate.work_lead"))
+    pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
+                strict=True)
+    st.table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
+        a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
+        a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
+        for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[
+        t(f"generate.col_{c}") for c in COLUMNS]))
+    lines(list(range(1, n_new + 1)), {
+        t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
+        t("generate.without"): [w.multiply_adds for w in full.cumulative]},
+        key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
+        markers=True, table=False, decimals=0, whole_x=True)
+    a = cmp.cached.cumulative[-1].multiply_adds
+    b = full.cumulative[-1].multiply_adds
+    st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
+    st.caption(t("generate.work_note"))
 
 
 device = device_name()
@@ -134,28 +157,18 @@ with shown_errors():
     one_step(cmp, tokens, n, n_new, layers, heads)
     full = cmp.recomputed
     section(t("generate.work_title"))
-    number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
-                    full.cumulative[-1].positions,
-                    t("generate.ex2_steps", terms=" + ".join(
-                        str(s.work.positions) for s in full.steps),
-                      total=full.cumulative[-1].positions, cached=" + ".join(
-                        str(s.work.positions) for s in cmp.cached.steps),
-                      cached_total=cmp.cached.cumulative[-1].positions),
-                    tolerance=0, decimals=0)
-    st.markdown(t("generate.work_lead"))
-    pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
-                strict=True)
-    st.table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
-        a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
-        a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
-        for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[
-        t(f"generate.col_{c}") for c in COLUMNS]))
-    lines(list(range(1, n_new + 1)), {
-        t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
-        t("generate.without"): [w.multiply_adds for w in full.cumulative]},
-        key="work", x_title=t("generate.x_tokens"), y_title=t("generate.y_work"),
-        markers=True, table=False, decimals=0, whole_x=True)
-    a = cmp.cached.cumulative[-1].multiply_adds
-    b = full.cumulative[-1].multiply_adds
-    st.markdown(t("generate.work_sum", m=n_new, a=f"{a:,}", b=f"{b:,}", r=f"{b / a:.2f}"))
-    st.caption(t("generate.work_note"))
+    total = number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
+                            full.cumulative[-1].positions,
+                            t("generate.ex2_steps", terms=" + ".join(
+                                str(s.work.positions) for s in full.steps),
+                              total=full.cumulative[-1].positions, cached=" + ".join(
+                                str(s.work.positions) for s in cmp.cached.steps),
+                              cached_total=cmp.cached.cumulative[-1].positions),
+                            tolerance=0, decimals=0)
+    why = choice_exercise("grows", t("generate.ex3_question"),
+                          [t(f"generate.ex3_{k}") for k in ("again", "changed", "weights")],
+                          correct=0, explanation=t("generate.ex3_explain", n=n))
+    if total and why:
+        work_table(cmp, tokens, n, n_new)
+    else:  # the table counts the rows; its growth says why
+        after_answer()

@@ -26,6 +26,14 @@ from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from ui.i18n import catalogue
 
 PAGE = "pages/13_generate.py"
+# The three exercises answered: what answers them (the K and V rows each step computes,
+# the table of work) is drawn only then.
+ROWS = {"_generate.ex.rows.answered": 0}
+ANSWERED = {**ROWS, "_generate.ex.total.answered": 80.0, "_generate.ex.grows.answered": 0}
+
+
+def opened(params=None, lang: str = "en", state=None):
+    return open_page(PAGE, lang, params=params, state={**ANSWERED, **(state or {})})
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +51,7 @@ def work_numbers(trained, question: str, n_new: int) -> list[str]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return opened(lang=request.param)
 
 
 def test_defaults_answer_token_by_token_and_count_the_work(default_page, trained):
@@ -61,7 +69,7 @@ def test_defaults_answer_token_by_token_and_count_the_work(default_page, trained
 
 
 def test_the_step_slider_walks_the_growing_cache():
-    at = open_page(PAGE)
+    at = opened()
     at.select_slider("generate.step").set_value(1).run()
     assert "[14 × 16]" in page_text(at)  # the prefill: 14 queries, 14 K rows
     at.select_slider("generate.step").set_value(5).run()
@@ -73,7 +81,7 @@ def test_the_step_slider_walks_the_growing_cache():
 
 
 def test_without_the_cache_every_row_is_computed_again(trained):
-    at = open_page(PAGE)
+    at = opened()
     at.toggle("generate.cache").set_value(False).run()
     assert_clean(at)
     text = page_text(at)
@@ -84,12 +92,12 @@ def test_without_the_cache_every_row_is_computed_again(trained):
 
 
 def test_more_tokens_another_question_and_the_shared_link_agree(trained):
-    at = open_page(PAGE)
+    at = opened()
     at.text_input("generate.q").input(TWIN).run()
     at.slider("generate.n").set_value(8).run()
     assert_clean(at)
     text = page_text(at)
-    linked = page_text(open_page(PAGE, params={"generate.q": TWIN, "generate.n": "8"}))
+    linked = page_text(opened({"generate.q": TWIN, "generate.n": "8"}))
     continuation = greedy_answers(trained.model, trained.vocab, [TWIN], 8)[0]
     for page in (text, linked):
         assert f"→ **{continuation}**" in page
@@ -115,51 +123,59 @@ def test_bad_questions_get_one_translated_message(typed, key):
 
 
 def test_bad_link_values_fall_back_with_a_note(trained):
-    at = open_page(PAGE, params={"generate.n": "99", "generate.step": "77",
-                                 "generate.cache": "maybe", "generate.block": "5",
-                                 "generate.head": "x"})
+    at = opened({"generate.n": "99", "generate.step": "77", "generate.cache": "maybe",
+                 "generate.block": "5", "generate.head": "x"})
     assert_clean(at)
     assert len(at.error) == 5
     assert work_numbers(trained, RUNNING_EXAMPLE, 5)[-1] in page_text(at)  # the defaults
 
 
 def test_a_step_past_the_new_length_falls_back_quietly():
-    at = open_page(PAGE, params={"generate.step": "5"})
+    at = opened({"generate.step": "5"})
     at.slider("generate.n").set_value(3).run()
     assert_clean(at)
     assert len(at.error) == 0 and at.select_slider("generate.step").value == 2
 
 
-def test_choice_exercise():
+def test_choice_exercise_then_the_rows_each_step_computes():
     at = open_page(PAGE)
+    assert "★" not in page_text(at) and "[15 × 16]" not in page_text(at)  # they answer it
     reveal(at, "generate.rows", 0)
     assert len(at.success) == 2  # the exercise and the equal-logits note
+    assert "[15 × 16]" in page_text(at) and "14 · 商 ★" in page_text(at)  # one new row
     reveal(at, "generate.rows", 2)
     assert len(at.warning) == 1
 
 
-def test_number_exercise_counts_rows_without_the_cache():
-    at = open_page(PAGE)
+def test_number_exercise_counts_rows_then_why_then_the_work(trained):
+    at = open_page(PAGE, state=ROWS)
     steps = "14 + 15 + 16 + 17 + 18"
     assert steps not in text_above(at, "_generate.ex.total.value")
+    work = work_numbers(trained, RUNNING_EXAMPLE, 5)
+    column = catalogue("en")["generate.col_kv_f"]
+    assert column not in page_text(at) and work[-2] not in page_text(at)  # they count them
+    answer(at, "generate.total", 18)
+    assert len(at.warning) == 1
     answer(at, "generate.total", 80)
     assert len(at.success) == 2  # the exercise and the equal-logits note
     assert f"{steps} = **80**" in explanations(at) and "14 + 1 + 1 + 1 + 1 = 18" in explanations(at)
-    answer(at, "generate.total", 18)
-    assert len(at.warning) == 1
+    assert column not in page_text(at)  # the why is still open
+    reveal(at, "generate.grows", 0)
+    assert catalogue("en")["generate.ex3_explain"].format(n=14) in at.success[-1].value
+    assert all(number in page_text(at) for number in work)
 
 
 def test_cells_explain_where_their_row_came_from():
-    at = open_page(PAGE, params={"generate.k_map": "3,0"})
+    at = opened({"generate.k_map": "3,0"})
     assert catalogue("en")["generate.cell_cached"].format(j=3, tok="质", made=1, k=2) \
         in explanations(at)
-    at = open_page(PAGE, params={"generate.v_map": "14,2"})
+    at = opened({"generate.v_map": "14,2"})
     assert catalogue("en")["generate.cell_new"].format(j=14, tok="商", k=2) in explanations(at)
-    at = open_page(PAGE, params={"generate.k_map": "3,0", "generate.cache": "false"})
+    at = opened({"generate.k_map": "3,0", "generate.cache": "false"})
     assert "is computed again in step 2" in explanations(at)
-    at = open_page(PAGE, params={"generate.weights_map": "0,5"})
+    at = opened({"generate.weights_map": "0,5"})
     assert "a_{14,5}" in explanations(at) and r"\frac{e^{" in explanations(at)
-    at = open_page(PAGE, params={"generate.weights_map": "0,5", "generate.step": "1"})
+    at = opened({"generate.weights_map": "0,5", "generate.step": "1"})
     assert r"a_{0,5} = e^{-\infty}" in explanations(at)  # the prefill's causal mask
 
 
