@@ -1,9 +1,12 @@
-"""Stage 6.2: the K/V cache a decoder keeps while generating, in bytes, and what sharing
-K/V heads (GQA, MQA) saves."""
+"""Stage 10.3: the keys and values the generation loop of stage 10.2 keeps instead of
+recomputing them, the K/V cache; its size in bytes, and what sharing K/V heads (GQA,
+MQA) saves."""
 
 import pandas as pd
 import streamlit as st
 
+from tinyformer.lessons.decoding import cached_or_recomputed
+from tinyformer.lessons.forward_pass import ARTICLE_IDS
 from tinyformer.lessons.kv_cache import (
     PRESETS,
     binary_size,
@@ -13,9 +16,10 @@ from tinyformer.lessons.kv_cache import (
     kv_cache_size,
     preset_caches,
 )
+from tinyformer.model import TinyDecoder
 from ui.charts import bars
-from ui.exercise import choice_exercise, number_exercise
-from ui.fmt import places, short
+from ui.exercise import after_answer, choice_exercise, number_exercise
+from ui.fmt import decimals_for, num, places, short
 from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, number
@@ -25,6 +29,14 @@ from ui.reveal import Stepper
 
 BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
 SYMBOLS = r"L \times H_{kv} \times d_{head} \times N \times 2 \times b"
+MISTRAL = PRESETS["Mistral-7B-v0.1"]  # the preset with a sliding window
+LOOP_STEPS = 5  # stage 10.2's loop at its defaults: the article's model and prompt, greedy
+
+
+@st.cache_resource(max_entries=1)
+def the_loop():
+    """Stage 10.2's default loop without and with the cache (the same for every session)."""
+    return cached_or_recomputed(TinyDecoder.seeded(7), ARTICLE_IDS, LOOP_STEPS)
 
 
 def human(n_bytes: int) -> str:
@@ -72,9 +84,42 @@ def size_steps(sv, layers: int, kv_heads: int, head_dim: int, seq: int, nbytes: 
                      saved_h=human(sv.saved_bytes)), icon=":material/savings:")
 
 
-choice_exercise("stored", t("kv_cache.ex_question"),
-                [t("kv_cache.ex_a"), t("kv_cache.ex_b"), t("kv_cache.ex_c")], correct=0,
-                explanation=t("kv_cache.ex_explain"))
+def ids(values) -> str:
+    return " ".join(map(str, values))
+
+
+def from_the_loop() -> None:
+    """The page's opening: stage 10.2's loop, run again without and with the cache."""
+    loop = the_loop()
+    last = len(loop.prompt) - 1
+    section(t("kv_cache.loop_title"))
+    st.markdown(t("kv_cache.loop_lead", n=len(loop.prompt), last=last, prompt=ids(loop.prompt),
+                  steps=len(loop.steps)))
+    answered = choice_exercise(
+        "reuse", t("kv_cache.reuse_question", new=last + 1, last=last),
+        [t(f"kv_cache.reuse_{k}") for k in ("causal", "query", "token")], correct=0,
+        explanation=t("kv_cache.reuse_explain"))
+    if not answered:
+        after_answer()
+        return
+    st.table(pd.DataFrame(
+        [[str(k), f"0–{s.read - 1}", str(s.rows_recomputed), str(s.rows_cached)]
+         for k, s in enumerate(loop.steps, start=1)],
+        columns=[t(f"kv_cache.col_{c}") for c in ("step", "read", "without", "with")]))
+    gap = max(s.logit_gap for s in loop.steps)
+    st.markdown(t("kv_cache.loop_total", k=len(loop.steps),
+                  without=sum(s.rows_recomputed for s in loop.steps),
+                  cached=sum(s.rows_cached for s in loop.steps), blocks=loop.blocks,
+                  prompt=ids(loop.prompt), new=ids(loop.new), gap=num(gap, decimals_for([gap]))))
+
+
+from_the_loop()
+st.markdown(t("kv_cache.size_lead"))
+stored = choice_exercise("stored", t("kv_cache.ex_question"),
+                         [t("kv_cache.ex_a"), t("kv_cache.ex_b"), t("kv_cache.ex_c")], correct=0,
+                         explanation=t("kv_cache.ex_explain"))
+
+
 @part
 def calculator() -> None:
     section(t("kv_cache.calc_title"))
@@ -91,7 +136,7 @@ def calculator() -> None:
         seq = number("seq", t("kv_cache.seq"), 1, 1_048_576, 8192, gesture="both")
         nbytes = choice("bytes", t("kv_cache.bytes"), list(BYTES), 2, widget="select",
                         format_func=lambda b: f"{b} ({BYTES[b]})")
-        st.caption(t("kv_cache.presets_lead"))
+        st.caption(t("kv_cache.presets_lead", w=f"{MISTRAL.window:,}"))
         with st.container(horizontal=True):
             for name in PRESETS:
                 st.button(name, on_click=apply_preset, args=(name,),
@@ -119,11 +164,17 @@ def calculator() -> None:
          decimals=places(mib))
     llama3 = PRESETS["Llama-3-8B"]  # Llama-2-7B's sizes, but 8 K/V heads for 32 query heads
     ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
-    st.markdown(t("kv_cache.compare_note", ratio=str(ratio)))
+    st.markdown(t("kv_cache.compare_note", ratio=str(ratio), w=f"{MISTRAL.window:,}",
+                  m=f"{caches[MISTRAL.name].seq_len:,}"))
     st.table(pd.DataFrame(  # six narrow columns, so that a phone shows them all
         [[p.name, p.layers, p.n_heads, p.n_kv_heads, p.head_dim,
           exact(caches[p.name].total_bytes)] for p in PRESETS.values()],
         columns=[t(f"kv_cache.col_{c}") for c in ("model", "layers", "q", "kv", "hd", "bytes")]))
     st.caption(t("kv_cache.sources", list="; ".join(f"{p.name}: {p.source}"
                                                    for p in PRESETS.values())))
-calculator()
+
+
+if stored:  # the calculator's formula has H_kv and no query heads: the answer
+    calculator()
+else:
+    after_answer()

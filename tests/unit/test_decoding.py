@@ -1,4 +1,5 @@
-"""The LM head (tied to the embedding) and the generation loop."""
+"""The LM head (tied to the embedding), the generation loop, and the same loop without
+and with the K/V cache."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch.nn.functional as F
 from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.lessons.decoding import (
     MAX_NEW_TOKENS,
+    cached_or_recomputed,
     generate,
     shared_start,
     tied_logits,
@@ -142,3 +144,26 @@ def test_bad_loops_are_refused(model: TinyDecoder, prompt, steps, settings, key:
     with pytest.raises((ParameterError, ShapeError)) as err:
         generate(model, prompt, steps, **settings)
     assert err.value.key == key
+
+
+# --- the same loop without and with the cache (stage 10.3) -------------------------------
+
+
+def test_the_cache_computes_only_the_new_rows_and_changes_no_logit(model) -> None:
+    loop = cached_or_recomputed(model, ARTICLE_IDS, 5)
+    assert loop.new == generate(model, ARTICLE_IDS, 5).new  # stage 10.2's greedy run
+    assert [s.read for s in loop.steps] == [8, 9, 10, 11, 12]
+    assert [s.rows_recomputed for s in loop.steps] == [8, 9, 10, 11, 12]
+    assert [s.rows_cached for s in loop.steps] == [8, 1, 1, 1, 1]
+    ids = list(ARTICLE_IDS)
+    for step in loop.steps:  # the recomputed logits are a plain forward pass's
+        logits = model(torch.tensor(ids))[0][0, -1].detach()
+        assert step.chosen == int(logits.argmax())
+        ids.append(step.chosen)
+    assert 0 <= max(s.logit_gap for s in loop.steps) < 1e-5  # float rounding only
+
+
+def test_the_cached_loop_refuses_what_generate_refuses(model) -> None:
+    with pytest.raises(ShapeError) as info:
+        cached_or_recomputed(model, [1] * 12, 5)
+    assert info.value.key == "generation_too_long"

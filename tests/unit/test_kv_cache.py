@@ -184,8 +184,12 @@ def test_preset_caches_follow_the_formula() -> None:
     assert list(caches) == list(PRESETS)
     for name, size in caches.items():
         p = PRESETS[name]
-        assert size.total_bytes == p.layers * p.n_kv_heads * p.head_dim * 8192 * 2 * 2
+        n = 4096 if name == "Mistral-7B-v0.1" else 8192  # its sliding window caps the cache
+        assert size.seq_len == n
+        assert size.total_bytes == p.layers * p.n_kv_heads * p.head_dim * n * 2 * 2
     assert caches["Llama-3-8B"].total_bytes == GIB
+    assert caches["Mistral-7B-v0.1"].total_bytes == GIB // 2  # Llama-3-8B's sizes, 4,096 kept
+    assert preset_caches(1000, 2)["Mistral-7B-v0.1"].seq_len == 1000  # within the window
     assert caches["Llama-2-7B"].total_bytes == 4 * GIB  # same sizes, 32 K/V heads
     assert caches["Falcon-7B"].total_bytes == 64 * 1024**2  # one K/V head of width 64
 

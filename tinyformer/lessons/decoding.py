@@ -10,6 +10,11 @@ Generation: run the model on the ids so far, take the LAST position's logits, tu
 into a distribution (temperature, top-k, top-p: tinyformer.sampling), choose (greedy:
 argmax; otherwise a seeded draw), append the chosen id, repeat. Each step reads every
 earlier token, the chosen ones included, through TinyDecoder's K/V cache.
+
+The same greedy loop run both ways (`cached_or_recomputed`, stage 10.3's opening):
+without a cache every step runs the whole sequence and computes every position's K and
+V again; with it, step 1 computes the prompt's rows and keeps them, and each later step
+feeds only the newest id and computes its one row. The rows are read from the traces.
 """
 
 from __future__ import annotations
@@ -137,6 +142,55 @@ def generate(
         ids.append(chosen)
         cache, new = result.cache, [chosen]
     return Generation(prompt, tuple(done))
+
+
+@dataclass(frozen=True)
+class LoopStepWork:
+    """One step of the greedy loop, run without and with a K/V cache."""
+
+    read: int  # positions 0 .. read - 1 that the new position attends to
+    rows_recomputed: int  # K rows computed in every block without a cache (V: as many)
+    rows_cached: int  # ... with the cache: the prompt's at step 1, then only the new one
+    logit_gap: float  # largest |logit with the cache - logit without|: float rounding only
+    chosen: int  # the argmax with the cache, appended to both runs
+
+
+@dataclass(frozen=True)
+class CacheLoop:
+    prompt: tuple[int, ...]
+    blocks: int
+    steps: tuple[LoopStepWork, ...]
+
+    @property
+    def new(self) -> tuple[int, ...]:
+        return tuple(step.chosen for step in self.steps)
+
+
+def cached_or_recomputed(model: TinyDecoder, prompt: Sequence[int], steps: int) -> CacheLoop:
+    """The greedy loop of `generate` (temperature 0) run twice: every step on the whole
+    sequence without a cache, and with the cache on the newest id only. Raises what
+    `generate` raises for the prompt and the number of steps."""
+    prompt = tuple(int(i) for i in prompt)
+    _check_loop(model, prompt, steps)
+    ids, cache, done = list(prompt), None, []
+    for _ in range(steps):
+        full = model.decode(ids)  # no cache: all len(ids) positions again
+        step = model.decode(ids[-1:] if cache is not None else ids, cache)
+        full_logits = full.logits[0, -1]  # [V]
+        logits = step.logits[0, -1]  # [V]
+        chosen = int(logits.argmax())  # the cached run's choice feeds both runs
+        done.append(LoopStepWork(
+            len(ids), _new_rows(full), _new_rows(step),
+            float((logits - full_logits).abs().max()), chosen))
+        ids.append(chosen)
+        cache = step.cache
+    return CacheLoop(prompt, len(model.blocks), tuple(done))
+
+
+def _new_rows(step) -> int:
+    """K rows a decode step computed in its first block (every block computes as many)."""
+    attention = step.trace.blocks[0].attention
+    return attention.k.shape[-2] - attention.past_length  # k: [B, H, P + N, hd]
 
 
 def shared_start(a: Sequence[int], b: Sequence[int]) -> int:

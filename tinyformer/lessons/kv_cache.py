@@ -63,6 +63,12 @@ class ModelPreset:
     n_kv_heads: int  # num_key_value_heads (1 = multi-query)
     head_dim: int  # hidden_size / num_attention_heads
     source: str
+    window: int | None = None  # sliding_window: attends to, and caches, at most this many
+
+    def cached_positions(self, seq_len: int) -> int:
+        """Positions its cache holds for a sequence of seq_len: all of them, or at most the
+        sliding window (the rolling buffer of the Mistral 7B paper)."""
+        return seq_len if self.window is None else min(seq_len, self.window)
 
 
 # Only configurations we can state exactly. Context lengths are left out on purpose:
@@ -73,7 +79,8 @@ PRESETS: dict[str, ModelPreset] = {
         ModelPreset("Llama-2-7B", 32, 32, 32, 128, "meta-llama/Llama-2-7b-hf config.json"),
         ModelPreset("Llama-2-70B", 80, 64, 8, 128, "meta-llama/Llama-2-70b-hf config.json"),
         ModelPreset("Llama-3-8B", 32, 32, 8, 128, "meta-llama/Meta-Llama-3-8B config.json"),
-        ModelPreset("Mistral-7B-v0.1", 32, 32, 8, 128, "mistralai/Mistral-7B-v0.1 config.json"),
+        ModelPreset("Mistral-7B-v0.1", 32, 32, 8, 128, "mistralai/Mistral-7B-v0.1 config.json",
+                    window=4096),
         ModelPreset("Falcon-7B", 32, 71, 1, 64, "tiiuae/falcon-7b config.json (multi_query)"),
     )
 }
@@ -183,9 +190,11 @@ def binary_size(n_bytes: int) -> tuple[float, str]:
 
 
 def preset_caches(seq_len: int, bytes_per_number: int) -> dict[str, KVCacheSize]:
-    """Each preset model's cache for one sequence of seq_len positions."""
+    """Each preset model's cache for one sequence of seq_len positions; a model with a
+    sliding window keeps at most its window (KVCacheSize.seq_len says how many)."""
     return {
-        name: kv_cache_size(p.layers, p.n_kv_heads, p.head_dim, seq_len, bytes_per_number)
+        name: kv_cache_size(p.layers, p.n_kv_heads, p.head_dim, p.cached_positions(seq_len),
+                            bytes_per_number)
         for name, p in PRESETS.items()
     }
 
