@@ -7,11 +7,12 @@ import streamlit as st
 import torch
 
 from tinyformer.ffn import activation_curves, gate_example, swiglu
+from tinyformer.lessons.ffn_width import swiglu_width
 from tinyformer.moe import expert_budget, mixture_of_experts, random_moe, renormalise
 from ui import explain
 from ui.charts import bars, lines
 from ui.example import TAIL6, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import as_typed, latex_vec, num, short, vec
 from ui.formula import formula, formula_steps
@@ -53,16 +54,20 @@ def gate_demo(sw) -> None:  # u and s: this section's own inputs
             st.caption(t("swiglu_moe.gate_from", g=num(ex.gate_pre), s=num(ex.gate)))
     with right:
         curve = activation_curves(-6.0, 4.0, 201)
-        marks = {f"g{j + 1}": float(g) for j, g in enumerate(sw.gate_pre)} | {"s": ex.gate_pre}
+        marks = {f"g[{j}]": float(g) for j, g in enumerate(sw.gate_pre)} | {"s": ex.gate_pre}
         lines(curve.x.tolist(), {"SiLU": curve.values["silu"].tolist()}, key="silu",
               x_title="g", y_title=t("swiglu_moe.gate_axis"), marks=marks, table=False, height=300)
-    st.markdown(t("swiglu_moe.gate_note", gates=vec(sw.gate)))
+    names = t("swiglu_moe.sep").join(f"g[{j}]" for j in range(len(sw.gate)))
+    st.markdown(t("swiglu_moe.gate_note", names=names, gates=vec(sw.gate)))
 
 
 @part
 def experts() -> None:  # E, k, seed and the token: this section only
     section(t("swiglu_moe.moe_title"))
     st.markdown(t("swiglu_moe.moe_lead"))
+    choice_exercise("why_renorm", t("swiglu_moe.why_question"),
+                    [t(f"swiglu_moe.why_{k}") for k in "abc"], correct=0,
+                    explanation=t("swiglu_moe.why_explain"))
     first = float(renormalise(torch.tensor([0.3, 0.2]))[0])
     number_exercise(
         "renorm", t("swiglu_moe.ex2_question"), first, t("swiglu_moe.ex2_steps"), tolerance=0.005
@@ -76,7 +81,7 @@ def experts() -> None:  # E, k, seed and the token: this section only
     with shown_errors():
         setup = random_moe(len(TAIL6), D, HIDDEN, n_experts, seed)
         moe = mixture_of_experts(setup.x, setup.w_router, setup.experts, k)
-        labels = [f"E{e + 1}" for e in range(n_experts)]
+        labels = [f"E{e}" for e in range(n_experts)]
         cols = st.columns(2)
         with cols[0]:
             heatmap(
@@ -147,7 +152,7 @@ def experts() -> None:  # E, k, seed and the token: this section only
 @part
 def parameter_count() -> None:
     section(t("swiglu_moe.count_title"))
-    choice_exercise(
+    answered = choice_exercise(
         "memory",
         t("swiglu_moe.ex3_question"),
         [t(f"swiglu_moe.ex3_{o}") for o in ("active", "all", "one")],
@@ -169,11 +174,32 @@ def parameter_count() -> None:
         )
         for col, name in zip(st.columns(2), ("total", "active"), strict=True):
             col.metric(t(f"swiglu_moe.{name}"), f"{short(getattr(b, name) / 1e6)} M")
-    st.markdown(t("swiglu_moe.figures_note"))
+    if answered:  # which figure must sit in memory: the exercise's answer
+        st.markdown(t("swiglu_moe.figures_note"))
+    else:
+        after_answer()
 
 
+@part
+def width() -> None:  # d: this section only
+    section(t("swiglu_moe.width_title"))
+    st.markdown(t("swiglu_moe.width_lead"))
+    d = number("dw", t("swiglu_moe.width_d"), 1, 65536, 4096)
+    with shown_errors():
+        c = swiglu_width(d)
+        big = [f"{n:,}".replace(",", "{,}") for n in (c.dense_params, c.exact_params,
+                                                      c.llama_params)]
+        formula(r"2 \cdot d \cdot 4d = 8d^2,\qquad 3 \cdot d \cdot \tfrac{8}{3}d = 8d^2",
+                rf"2 \cdot {d} \cdot {c.dense_hidden} = {big[0]},\qquad "
+                rf"3 \cdot {d} \cdot \tfrac{{{c.exact_hidden.numerator}}}"
+                rf"{{{c.exact_hidden.denominator}}} = {big[1]}")
+        st.markdown(t("swiglu_moe.width_llama", d=d, h=c.llama_hidden,
+                      p=big[2].replace("{,}", ",")))
+
+
+st.caption(t("swiglu_moe.tokens"))
 section(t("swiglu_moe.swiglu_title"))
-choice_exercise(
+answered = choice_exercise(
     "gate",
     t("swiglu_moe.ex_question"),
     [t(f"swiglu_moe.ex_{o}") for o in ("01", "unit", "any")],
@@ -182,33 +208,44 @@ choice_exercise(
 )
 left, right = st.columns([2, 3])
 with left:
-    x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[1]", "x[2]"])
+    x = matrix_input("x", "x", [1, -1], sliders=True, slider_labels=["x[0]", "x[1]"])
     wg = matrix_input("Wg", "W_gate [2 × 3]", [[1, 0, 1], [0, 1, -1]], rows=2)
     wu = matrix_input("Wu", "W_up [2 × 3]", [[3, 1, 0.5], [0, -1, 0]], rows=2)
     wd = matrix_input("Wd", "W_down [3 × 2]", [[1, 0], [0, 1], [0, 1]], rows=3)
+sw = None
 with right, shown_errors():
     sw = swiglu(x, wg, wu, wd)
-    steps = Stepper("hand", [t(f"swiglu_moe.step_{s}") for s in ("gate", "up", "gated", "down")])
-    if steps.step(1, f"`{vec(sw.gate)}`"):
-        formula_steps(
-            r"s = \mathrm{SiLU}(xW_{gate})",
-            rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
-            rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})",
-            latex_vec(sw.gate),
-        )
-    if steps.step(2, f"`{vec(sw.up)}`"):
-        formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
-    if steps.step(3, f"`{vec(sw.gated)}`"):
-        formula_steps(
-            r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}", latex_vec(sw.gated)
-        )
-    if steps.step(4, f"`{vec(sw.output)}`"):
-        formula_steps(
-            r"y = (s \odot u)W_{down}",
-            rf"{latex_vec(sw.gated)}{as_typed(wd)}",
-            latex_vec(sw.output),
-        )
+    if not answered:  # the gates it computes answer the exercise
+        after_answer()
+    else:
+        steps = Stepper("hand", [t(f"swiglu_moe.step_{s}") for s in ("gate", "up", "gated",
+                                                                        "down")])
+        if steps.step(1, f"`{vec(sw.gate)}`"):
+            formula_steps(
+                r"s = \mathrm{SiLU}(xW_{gate})",
+                rf"\mathrm{{SiLU}}({as_typed(x)}{as_typed(wg)})",
+                rf"\mathrm{{SiLU}}({latex_vec(sw.gate_pre)})",
+                latex_vec(sw.gate),
+            )
+        if steps.step(2, f"`{vec(sw.up)}`"):
+            formula_steps(r"u = xW_{up}", rf"{as_typed(x)}{as_typed(wu)}", latex_vec(sw.up))
+        if steps.step(3, f"`{vec(sw.gated)}`"):
+            formula_steps(
+                r"s \odot u", rf"{latex_vec(sw.gate)} \odot {latex_vec(sw.up)}",
+                latex_vec(sw.gated)
+            )
+        if steps.step(4, f"`{vec(sw.output)}`"):
+            formula_steps(
+                r"y = (s \odot u)W_{down}",
+                rf"{latex_vec(sw.gated)}{as_typed(wd)}",
+                latex_vec(sw.output),
+            )
 fold(t("swiglu_moe.gate_title"))
-gate_demo(sw)
+if answered and sw is not None:  # the curve of every possible gate answers it too
+    gate_demo(sw)
+else:
+    section(t("swiglu_moe.gate_title"))
+    after_answer()
+width()
 experts()
 parameter_count()

@@ -1,6 +1,8 @@
 """Stage 8.2 in AppTest: SwiGLU's two branches and its gate (3 x 0.2 = 0.6), the MoE router
 over six tokens, and total / active parameters (80 M and 20 M). The routing is checked
-against a reference written with torch.topk and F.linear on the page's seeded data."""
+against a reference written with torch.topk and F.linear on the page's seeded data. What
+answers an exercise shows only once it is answered: most tests open the page with every
+exercise answered."""
 
 from __future__ import annotations
 
@@ -23,12 +25,21 @@ from tests.app.helpers import (
 from tinyformer.moe import random_moe
 from ui.example import TAIL6
 from ui.fmt import latex_vec, num
+from ui.i18n import catalogue
 
 PAGE = "pages/08_swiglu_moe.py"
 SWIGLU = ["[0.731, -0.269, 1.762]", "[3.000, 2.000, 0.500]", "[2.193, -0.538, 0.881]",
           "[2.193, 0.343]"]
 COUNTS = [r"8 \times 10{,}000{,}000 = 80{,}000{,}000", r"2 \times 10{,}000{,}000 = 20{,}000{,}000",
           "80 M", "20 M"]
+# Every exercise answered (as session state, no extra run): the gated parts show.
+ANSWERED = {"_swiglu_moe.ex.gate.answered": 2, "_swiglu_moe.ex.why_renorm.answered": 0,
+            "_swiglu_moe.ex.renorm.answered": 0.6, "_swiglu_moe.ex.memory.answered": 1}
+
+
+def page(lang: str = "en", **kwargs):
+    """The page with its exercises answered."""
+    return open_page(PAGE, lang, state=ANSWERED | kwargs.pop("state", {}), **kwargs)
 
 
 def reference(n_experts: int = 8, k: int = 2, seed: int = 0):
@@ -47,13 +58,18 @@ def reference(n_experts: int = 8, k: int = 2, seed: int = 0):
     return dense, outputs, load
 
 
+def charts(at) -> list[str]:
+    """The keys of the page's Plotly charts, without the kit's suffix."""
+    return [str(c.key).split("~")[0] for c in at.get("plotly_chart")]
+
+
 def shown(frame) -> list[list[str]]:
     return [list(row) for row in frame.values]
 
 
 @pytest.fixture(scope="module")
 def default_page():
-    return {lang: open_page(PAGE, lang) for lang in ONE_LANG}
+    return {lang: page(lang) for lang in ONE_LANG}
 
 
 @pytest.mark.parametrize("lang", ONE_LANG)
@@ -64,12 +80,17 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
     for number in [*SWIGLU, *COUNTS, r"0.2 \cdot 3 = 0.600", "SiLU(0.342) = 0.200"]:
         assert number in text, number
     assert len(at.info) >= 1  # the random-weights note
+    # SwiGLU's three d x (8/3)d matrices hold as many weights as two d x 4d ones: 8d².
+    assert (r"2 \cdot 4096 \cdot 16384 = 134{,}217{,}728,\qquad 3 \cdot 4096 \cdot "
+            r"\tfrac{32768}{3} = 134{,}217{,}728") in text
+    assert "h = 11008" in text and "135,266,304" in text  # Llama rounds h up to 256s
 
 
 def test_router_weights_and_outputs_match_the_reference():
     at = open_page(PAGE)  # in English: the load sentence is read back
     dense, outputs, load = reference()
     weights_table = tables(at)[1]
+    assert list(weights_table.columns) == [f"E{e}" for e in range(8)]  # counted from 0
     assert shown(weights_table) == [[num(v) for v in row] for row in dense.tolist()]
     assert latex_vec(outputs[2]) in page_text(at)  # 运费, the token chosen by default
     assert f"the busiest expert gets {int(load.max())}" in page_text(at)
@@ -92,12 +113,12 @@ def test_fewer_experts_and_top_1():
 @pytest.mark.parametrize(("lang", "message"), [("en", "between 1 and 8 experts (now 9)"),
                                                ("zh", "1 到 8 个专家（现在是 9 个）")])
 def test_top_k_above_the_experts_is_one_message(lang, message):
-    at = open_page(PAGE, lang)
+    at = page(lang)
     at.slider("swiglu_moe.k").set_value(9).run()
     assert_clean(at)
     assert len(at.error) == 1 and message in at.error[0].value
     assert "80 M" in page_text(at)  # the rest of the page still renders
-    at = open_page(PAGE, lang)
+    at = page(lang)
     at.number_input("swiglu_moe.pk").set_value(9).run()  # the count's own top-k
     assert len(at.error) == 1 and message in at.error[0].value
     assert "[2.193, 0.343]" in page_text(at)
@@ -115,7 +136,7 @@ def test_editing_the_sizes_of_the_count():
 
 
 def test_the_gate_sliders():
-    at = open_page(PAGE)
+    at = page()
     at.slider("_swiglu_moe.s~s").set_value(0.5).run()
     text = page_text(at)
     assert r"0.5 \cdot 3 = 1.500" in text
@@ -133,15 +154,15 @@ def _silu_at(gate: float) -> float:
 
 
 def test_a_shared_link_and_bad_link_values():
-    at = open_page(PAGE, params={"swiglu_moe.x": "2, 1", "swiglu_moe.seed": "3",
+    at = page(params={"swiglu_moe.x": "2, 1", "swiglu_moe.seed": "3",
                                  "swiglu_moe.k": "3"})
     assert_clean(at)
     assert latex_vec(F.silu(torch.tensor([2.0, 1.0, 1.0]))) in page_text(at)  # x W_gate
     dense, _, _ = reference(8, 3, 3)
     assert shown(tables(at)[1]) == [[num(v) for v in row] for row in dense.tolist()]
     bad = {"swiglu_moe.E": "0", "swiglu_moe.k": "abc", "swiglu_moe.mpe": "1e300",
-           "swiglu_moe.tok": "7", "swiglu_moe.s": "nan"}
-    at = open_page(PAGE, params=bad)
+           "swiglu_moe.tok": "7", "swiglu_moe.s": "nan", "swiglu_moe.dw": "0"}
+    at = page(params=bad)
     assert_clean(at)
     assert len(at.error) == len(bad)
     text = page_text(at)
@@ -152,7 +173,7 @@ def test_a_shared_link_and_bad_link_values():
     ("swiglu_moe.x", "1, 2, 3"), ("swiglu_moe.Wg", "1, 0; 0, 1"), ("swiglu_moe.Wu", "1, 2, 3"),
     ("swiglu_moe.Wd", "1, 0, 0; 0, 1, 1")])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
-    at = open_page(PAGE)
+    at = page()
     for bad in (BAD_CELL, wrong_shape):
         at.text_input(key).input(bad).run()
         assert not at.exception
@@ -160,15 +181,21 @@ def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
         assert "[2.193, 0.343]" in page_text(at)  # the last valid values
 
 
-def test_exercises(lang):
+def test_exercises_come_before_what_answers_them(lang):
     at = open_page(PAGE, lang)
-    before = len(at.success)  # a result shows in the run after its button, then goes
-    assert "0.3 / (0.3 + 0.2)" not in page_text(at)
-    for exercise, choice in (("swiglu_moe.gate", 2), ("swiglu_moe.memory", 1)):
+    figures = catalogue(lang)["swiglu_moe.figures_note"]
+    text = page_text(at)
+    assert SWIGLU[0] not in text and "0.3 / (0.3 + 0.2)" not in text and figures not in text
+    assert "_swiglu_moe.silu" not in charts(at)  # the curve of every possible gate
+    right = catalogue(lang)["kit.right"]
+    for exercise, choice in (("swiglu_moe.gate", 2), ("swiglu_moe.memory", 1),
+                             ("swiglu_moe.why_renorm", 0)):
         reveal(at, exercise, choice)
-        assert len(at.success) == before + 1
+    assert sum(s.value.startswith(right) for s in at.success) == 3
+    text = page_text(at)
+    assert all(number in text for number in SWIGLU) and figures in text
+    assert "_swiglu_moe.silu" in charts(at)
     answer(at, "swiglu_moe.renorm", 0.6)
-    assert len(at.success) == before + 1
     assert "0.3 / (0.3 + 0.2) = 0.6" in explanations(at)
 
 
@@ -177,14 +204,14 @@ def test_wrong_answers_are_corrected():
     reveal(at, "swiglu_moe.memory", 0)
     assert len(at.warning) == 1 and "80 million" in at.warning[0].value
     answer(at, "swiglu_moe.renorm", 0.3)
-    assert len(at.warning) == 1 and "0.600" in at.warning[0].value
+    assert any("0.600" in w.value for w in at.warning)
 
 
 def test_cells_explain_themselves():
     dense, _, _ = reference()
     chosen = int(dense[2].argmax())
     unused = int(dense[2].argmin())
-    at = open_page(PAGE, state=click(("swiglu_moe.weights", 2, chosen), ("swiglu_moe.probs", 2, 0)))
+    at = page(state=click(("swiglu_moe.weights", 2, chosen), ("swiglu_moe.probs", 2, 0)))
     text = explanations(at)
     assert rf"w_{{2,{chosen}}} = \frac{{" in text and f"= {num(dense[2, chosen])}" in text
     assert "p_{2,0} &= " in text
@@ -193,5 +220,5 @@ def test_cells_explain_themselves():
 
 
 def test_step_by_step_link():
-    text = page_text(open_page(PAGE, params={"swiglu_moe.hand.step": "2"}))
+    text = page_text(page(params={"swiglu_moe.hand.step": "2"}))
     assert "[3.000, 2.000, 0.500]" in text and "[2.193, 0.343]" not in text

@@ -21,6 +21,7 @@ from tinyformer.ffn import (
     swiglu,
     without_activation,
 )
+from tinyformer.lessons.ffn_width import swiglu_width
 
 TORCH_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
@@ -262,3 +263,35 @@ def test_gate_example_refuses_impossible_gates(value: float, gate: float) -> Non
     with pytest.raises(ParameterError) as err:
         gate_example(value, gate)
     assert err.value.key == "gate_out_of_range"
+
+
+def _weights(*layers: nn.Module) -> int:
+    return sum(p.numel() for layer in layers for p in layer.parameters())
+
+
+@pytest.mark.parametrize("d", [3, 6, 96])
+def test_swiglu_at_eight_thirds_has_the_weights_of_a_4d_ffn(d: int) -> None:
+    """Three bias-free d x 8d/3 matrices hold as many weights as two d x 4d ones: counted
+    on nn.Linear layers (d divisible by 3 so that 8d/3 is a whole width)."""
+    c = swiglu_width(d)
+    h = 8 * d // 3
+    assert c.exact_hidden == h and c.dense_hidden == 4 * d
+    dense = _weights(nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False))
+    swiglu_layers = _weights(nn.Linear(d, h, bias=False), nn.Linear(d, h, bias=False),
+                             nn.Linear(h, d, bias=False))
+    assert c.dense_params == dense == c.exact_params == swiglu_layers == 8 * d * d
+
+
+@pytest.mark.parametrize(("d", "hidden"), [(4096, 11008), (5120, 13824)])
+def test_llama_rounds_the_width_up_to_a_multiple_of_256(d: int, hidden: int) -> None:
+    """Llama 2 7B and 13B (model width, intermediate size of their published configs)."""
+    c = swiglu_width(d)
+    assert c.llama_hidden == hidden and c.llama_params == 3 * d * hidden > c.exact_params
+
+
+@pytest.mark.parametrize(("d", "key"), [(0, "kv_not_positive"), (2.5, "kv_not_integer"),
+                                        (True, "kv_not_integer")])
+def test_swiglu_width_refuses_a_bad_width(d, key: str) -> None:
+    with pytest.raises(ParameterError) as raised:
+        swiglu_width(d)
+    assert raised.value.key == key
