@@ -1,5 +1,5 @@
-"""The hand example of docs/curriculum.md, stages 3 and 5: q = [1, 0]; k_A = [1, 0],
-k_B = [0, 1]; v_A = [2, 0], v_B = [0, 4]. Stages 3 and 5 share these inputs on purpose
+"""The hand example of docs/curriculum.md (softmax, stage 3, and scaling, stage 4): q = [1, 0];
+k_A = [1, 0], k_B = [0, 1]; v_A = [2, 0], v_B = [0, 4]. The two stages share these inputs on purpose
 (URL keys hand.q, hand.kA, ...), so an edit made on one stage is still there on the
 other."""
 
@@ -29,7 +29,7 @@ class HandExample(NamedTuple):
 
 def _vector(name: str) -> torch.Tensor:
     symbol = SYMBOLS[name]
-    labels = [f"{symbol}[{i + 1}]" for i in range(2)]  # q[1], q[2]: what each slider moves
+    labels = [f"{symbol}[{i}]" for i in range(2)]  # q[0], q[1], counted from 0 as in PyTorch
     return matrix_input(f"hand.{name}", symbol, DEFAULTS[name], sliders=True,
                         slider_labels=labels)
 
@@ -59,7 +59,7 @@ def set_hand_example(**texts: str) -> None:
 
 def score_steps(steps: Stepper, q: torch.Tensor, k_a: torch.Tensor, k_b: torch.Tensor,
                 scores: torch.Tensor, scaled: torch.Tensor) -> None:
-    """Steps 1 and 2 of the hand example, the same on stages 3 and 5: the two dot
+    """Steps 1 and 2 of the hand example, the same on the softmax and scaling stages: the two dot
     products, then their division by √d_k (one line each, so that a phone fits them)."""
     d_k = q.numel()
     if steps.step(1, f"`{vec(scores)}`"):
