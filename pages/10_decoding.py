@@ -9,7 +9,7 @@ from tinyformer.model import TinyDecoder
 from tinyformer.sampling import draw_counts, next_token_probs
 from ui.charts import bars
 from ui.example import PAYERS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.fmt import num, short
 from ui.headings import subsection
 from ui.i18n import t
@@ -71,10 +71,18 @@ def sampling() -> None:  # logits, temperature, seed and draws: this section onl
         probs = next_token_probs(z, temp).probs
         draws = draw_counts(probs, n, seed)
         with right:
-            number_exercise("expect", t("decoding.ex2_question", n=n, p=num(probs[0])),
-                            float(draws.expected[0]),
-                            t("decoding.ex2_steps", n=n, p=num(probs[0], 4),
-                              e=num(draws.expected[0], 2)), tolerance=0.5, decimals=1)
+            expected_count = number_exercise(
+                "expect", t("decoding.ex2_question", n=n, p=num(probs[0])),
+                float(draws.expected[0]),
+                t("decoding.ex2_steps", n=n, p=num(probs[0], 4), e=num(draws.expected[0], 2)),
+                tolerance=0.5, decimals=1)
+            scatter = choice_exercise(  # why beside the arithmetic
+                "scatter", t("decoding.why_question", n=n),
+                [t(f"decoding.why_{k}") for k in ("chance", "change", "seed")], correct=0,
+                explanation=t("decoding.why_explain"))
+            if not (expected_count and scatter):  # the chart shows n · p and the counts
+                after_answer()
+                return
             counts = t("decoding.counts", n=n)
             expected = t("decoding.expected")
             bars(PAYERS, {counts: draws.counts.tolist(), expected: draws.expected.tolist()},
@@ -91,9 +99,11 @@ def sampling() -> None:  # logits, temperature, seed and draws: this section onl
 @part
 def generation_loop() -> None:  # prompt, steps, temperature and seed of the loop
     section(t("decoding.loop_title"))
-    choice_exercise("reads", t("decoding.ex_question"),
-                    [t("decoding.ex_prompt"), t("decoding.ex_all"), t("decoding.ex_last")],
-                    correct=1, explanation=t("decoding.ex_explain"))
+    if not choice_exercise("reads", t("decoding.ex_question"),
+                           [t("decoding.ex_prompt"), t("decoding.ex_all"), t("decoding.ex_last")],
+                           correct=1, explanation=t("decoding.ex_explain")):
+        after_answer()  # the loop's description and every step line answer it
+        return
     st.markdown(t("decoding.loop_lead"))
     random_weights_note()
     cols = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
@@ -137,6 +147,7 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
             st.info(t("decoding.not_fixed"), icon=":material/alt_route:")
 
 
+st.caption(t("decoding.tokens", v=VOCAB - 1))
 gloss(PAYERS)
 sampling()
 fold(t("decoding.loop_title"))

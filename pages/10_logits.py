@@ -12,7 +12,7 @@ from tinyformer.softmax import softmax_steps
 from ui import explain
 from ui.charts import bars
 from ui.example import PAYERS, gloss
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import dot_terms, latex_vec, num, short, vec
 from ui.formula import formula
@@ -77,12 +77,18 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
     section(t("logits.cut_title"), folded=True)
     worked = [next_token_probs(z, **settings) for _, settings in WORKED]
     rows = [label for label, _ in WORKED[:-1]] + [t("logits.greedy_row")]
-    choice_exercise("cool", t("logits.ex_question"),
-                    [t("logits.ex_up"), t("logits.ex_down"), t("logits.ex_same")], correct=0,
-                    explanation=t("logits.ex_explain", p1=num(worked[0].probs[0]),
-                                  p05=num(worked[1].probs[0]), p2=num(worked[2].probs[0])))
-    number_exercise("topk", t("logits.ex2_question"), float(worked[3].probs[0]),
-                    explain_cell(worked, rows, 3, 0))
+    cooled = choice_exercise("cool", t("logits.ex_question"),
+                             [t("logits.ex_up"), t("logits.ex_down"), t("logits.ex_same")],
+                             correct=0, explanation=t(
+                                 "logits.ex_explain", p1=num(worked[0].probs[0]),
+                                 p05=num(worked[1].probs[0]), p2=num(worked[2].probs[0])))
+    top2 = worked[3]  # T = 1, top-k = 2
+    renormed = choice_exercise(  # why, before the arithmetic: its explanation has no number
+        "renorm", t("logits.why_question"),
+        [t(f"logits.why_{k}") for k in ("rescale", "logits", "handed")], correct=0,
+        explanation=t("logits.why_explain", cut=words(~top2.kept)))
+    computed = number_exercise("topk", t("logits.ex2_question"), float(top2.probs[0]),
+                               explain_cell(worked, rows, 3, 0))
     st.markdown(t("logits.order"))
     left, right = st.columns([2, 3])
     with left:
@@ -119,16 +125,20 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
                 if cut.kept[j]) + r"\end{gathered}")
 
     subsection(t("logits.worked_title"))
+    if not (cooled and renormed and computed):  # its rows T = 0.5 and top-k = 2 answer them
+        after_answer()
+        return
     heatmap([tr.probs for tr in worked], list(PAYERS), rows, key="worked",
             explain=partial(explain_cell, worked, rows), zmin=0, zmax=1, colorscale="Oranges")
 
 
+st.caption(t("logits.tokens"))
 gloss(PAYERS)
 section(t("logits.head_title"))
 left, right = st.columns([2, 3])
 with left:
     h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
-                     slider_labels=["h[1]", "h[2]"])
+                     slider_labels=["h[0]", "h[1]"])
     table = matrix_input("E", t("logits.table"), TABLE, rows=V)
 head = tied_logits(h, table)
 sizes = tied_sizes(DecoderConfig())

@@ -12,6 +12,9 @@ from tinyformer.model import TinyDecoder
 from ui.i18n import catalogue
 
 PAGE = "pages/10_decoding.py"
+# The exercises answered before the first run: the draws' chart and the loop are drawn.
+ANSWERED = {"_decoding.ex.expect.answered": 66.5, "_decoding.ex.scatter.answered": 0,
+            "_decoding.ex.reads.answered": 1}
 IDS = [3, 8, 12, 5, 17, 42, 23, 6]
 PAYERS = ("商家", "买家", "未知")
 
@@ -46,7 +49,7 @@ def sequence(prompt: list[int], new: list[int]) -> str:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return open_page(PAGE, request.param, state=ANSWERED)
 
 
 def test_defaults(default_page) -> None:
@@ -64,7 +67,7 @@ def test_defaults(default_page) -> None:
 
 
 def test_counts_follow_the_seed_the_draws_and_the_temperature() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.number_input("decoding.seed").set_value(42).run()
     at.number_input("decoding.n").set_value(1000).run()
     assert_clean(at)
@@ -81,7 +84,7 @@ def test_a_shared_link_reproduces_the_draws_and_the_loop() -> None:
     params = {"decoding.z": "0, 1, 2", "decoding.T": "2", "decoding.seed": "5",
               "decoding.prompt": "1, 2, 3", "decoding.steps": "3", "decoding.loop_T": "0.5",
               "decoding.loop_seed": "9"}
-    at = open_page(PAGE, params=params)
+    at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     text = page_text(at)
     for c in counts((0.0, 1.0, 2.0), seed=5, t=2.0):
@@ -91,7 +94,7 @@ def test_a_shared_link_reproduces_the_draws_and_the_loop() -> None:
 
 
 def test_one_first_token_then_different_continuations() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     text = page_text(at)
     first = loop(IDS, 1)[0]
     rests = [loop([*IDS, first], 4, 1.0, seed) for seed in (1, 2, 3)]
@@ -111,7 +114,7 @@ def test_one_first_token_then_different_continuations() -> None:
     *[("decoding.z", bad) for bad in (BAD_CELL, "1, 2")],
 ])
 def test_bad_input_gives_one_message_and_the_page_goes_on(key: str, bad: str) -> None:
-    at = open_page(PAGE, params={key: bad})
+    at = open_page(PAGE, params={key: bad}, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1
     text = page_text(at)
@@ -121,26 +124,33 @@ def test_bad_input_gives_one_message_and_the_page_goes_on(key: str, bad: str) ->
 
 
 def test_a_prompt_too_long_for_the_steps_says_why() -> None:
-    at = open_page(PAGE, "zh", params={"decoding.prompt": ", ".join(["1"] * 12)})
+    at = open_page(PAGE, "zh", params={"decoding.prompt": ", ".join(["1"] * 12)},
+                   state=ANSWERED)
     assert at.error[0].value == catalogue("zh")["errors.generation_too_long"].format(
         prompt=12, steps=5, total=17, max_length=16)
 
 
-def test_exercises(lang: str) -> None:
+def test_exercises_come_before_what_answers_them(lang: str) -> None:
     at = open_page(PAGE, lang)
     assert not at.success
+    text = page_text(at)
+    assert "66.52" not in text and "66.5 ± 4.7" not in text  # no n · p before the exercise
+    assert sequence(IDS, loop(IDS, 5)) not in text  # no step line before "reads"
     reveal(at, "decoding.reads", 1)
     assert len(at.success) == 1
-    assert "66.52" not in page_text(at)
+    assert sequence(IDS, loop(IDS, 5)) in page_text(at)
     answer(at, "decoding.expect", 66.5)
-    assert len(at.success) == 1 and "66.5" in at.success[0].value  # the reveal is gone now
+    assert len(at.success) == 2 and "66.5" in at.success[0].value  # the draws come first
     assert "100 × 0.6652 = 66.52" in page_text(at)  # the worked steps
+    assert "66.5 ± 4.7" not in page_text(at)  # the chart waits for the why exercise
+    reveal(at, "decoding.scatter", 0)
+    assert "66.5 ± 4.7" in page_text(at)
     answer(at, "decoding.expect", 60.0)
     assert len(at.warning) == 1
 
 
 def test_the_loop_step_by_step_and_fewer_steps() -> None:
-    at = open_page(PAGE, params={"decoding.loop.step": "2"})
+    at = open_page(PAGE, params={"decoding.loop.step": "2"}, state=ANSWERED)
     assert_clean(at)
     text = page_text(at)
     new = loop(IDS, 5)

@@ -25,6 +25,9 @@ from ui.fmt import vec
 from ui.i18n import catalogue
 
 PAGE = "pages/10_logits.py"
+# The three exercises answered before the first run: the worked table they gate is drawn.
+ANSWERED = {"_logits.ex.cool.answered": 0, "_logits.ex.renorm.answered": 0,
+            "_logits.ex.topk.answered": 0.731}
 WORKED = [["0.665", "0.245", "0.090"], ["0.867", "0.117", "0.016"], ["0.506", "0.307", "0.186"],
           ["0.731", "0.269", "0.000"], ["0.731", "0.269", "0.000"], ["1.000", "0.000", "0.000"],
           ["1.000", "0.000", "0.000"]]  # T = 1, 0.5, 2; top-k 2; top-p 0.8, 0.6; T = 0
@@ -44,7 +47,7 @@ def worked_table(at) -> list[list[str]]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return open_page(PAGE, request.param, state=ANSWERED)
 
 
 def test_defaults_show_every_worked_number(default_page) -> None:
@@ -91,7 +94,7 @@ def test_temperature_zero_is_greedy_without_an_error(lang: str) -> None:
 
 
 def test_edited_logits_change_every_number() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.text_input("logits.z").input("1, 3, 0.5").run()
     assert_clean(at)
     text = page_text(at)
@@ -116,7 +119,7 @@ def test_a_shared_link_reproduces_the_cut() -> None:
     ("logits.E", "1, 0; 0, 1"), ("logits.cut.step", "9"),
 ])
 def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> None:
-    at = open_page(PAGE, params={key: bad})
+    at = open_page(PAGE, params={key: bad}, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1
     assert worked_table(at) == WORKED and "`[0.665, 0.245, 0.090]`" in page_text(at)
@@ -125,7 +128,7 @@ def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> 
 @pytest.mark.parametrize(("widget", "value", "words"), [
     ("logits.k", 0, "at least 1"), ("_logits.p~n", 0.0, "p = 0")])
 def test_impossible_cuts_say_why_and_the_page_goes_on(widget, value, words) -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     (at.slider if widget == "logits.k" else at.number_input)(widget).set_value(value).run()
     assert_clean(at)
     assert len(at.error) == 1 and words in at.error[0].value
@@ -141,20 +144,25 @@ def test_the_impossible_cut_is_translated() -> None:
 @pytest.mark.parametrize("key", ["logits.z", "logits.h", "logits.E"])
 @pytest.mark.parametrize("bad", [BAD_CELL, "1, 2, 3, 4; 5"])
 def test_bad_cells_keep_the_last_value(key: str, bad: str) -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.text_input(key).input(bad).run()
     assert_clean(at)
     assert len(at.error) == 1
     assert worked_table(at) == WORKED
 
 
-def test_choice_exercise(lang: str) -> None:
+def test_choice_exercises_come_before_the_worked_table(lang: str) -> None:
     at = open_page(PAGE, lang)
-    assert not at.success
+    assert not at.success and not tables(at)  # its rows T = 0.5 and top-k = 2 answer them
     reveal(at, "logits.cool", 0)
     assert len(at.success) == 1 and "0.867" in at.success[0].value
     reveal(at, "logits.cool", 2)
     assert len(at.warning) == 2  # the legal-probability note and the wrong answer
+    reveal(at, "logits.renorm", 0)  # why top-k's kept words grow: renormalising
+    assert len(at.success) == 1 and "未知" in at.success[0].value  # the word cut, computed
+    assert not tables(at)  # the number exercise is still open
+    answer(at, "logits.topk", 0.731)
+    assert worked_table(at) == WORKED
 
 
 @pytest.mark.parametrize(("typed", "right"), [(0.731, True), (0.665, False)])
@@ -172,7 +180,7 @@ def test_number_exercise_shows_the_renormalising(typed: float, right: bool) -> N
     ("5,1", "p_{5,1} = 0"), ("6,0", "p_{6,0} = 1"),
 ])
 def test_worked_cells_explain_themselves(cell: str, shown: str) -> None:
-    at = open_page(PAGE, params={"logits.worked": cell})
+    at = open_page(PAGE, params={"logits.worked": cell}, state=ANSWERED)
     assert shown in explanations(at)
 
 
