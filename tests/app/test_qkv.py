@@ -183,8 +183,8 @@ def test_random_sliders_up_to_the_largest_sizes():
     assert r"\cdots" in page_text(at)  # long rows are elided in the formula only
 
 
-@pytest.mark.parametrize("key", ["qkv.X", "qkv.Wq", "qkv.Wk", "qkv.Wv"])
-@pytest.mark.parametrize("bad", [BAD_CELL, "1, 2"])
+@pytest.mark.parametrize(("key", "bad"), [("qkv.X", BAD_CELL), ("qkv.Wq", "1, 2"),
+                                         ("qkv.Wk", BAD_CELL), ("qkv.Wv", "1, 2")])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
     assert has_table(at, trace().q, columns(2))

@@ -220,10 +220,11 @@ def test_number_exercise_hides_then_checks_the_position_gap(lang, params, p8, p6
     assert f"{steps} {num(P[8, 0])} - " in explanations(at)
     if p8:
         assert f"= {p8} - ({p6}) = 1.269" in explanations(at)
-    reveal(at, "tokens.gap_why", 1)
-    assert len([f for f in tables(at) if f.index[0] == after]) == 2  # and after them
-    answer(at, "tokens.gap", gap + 0.1)
-    assert at.warning
+    if not params:  # the rest does not depend on the kind of positions
+        reveal(at, "tokens.gap_why", 1)
+        assert len([f for f in tables(at) if f.index[0] == after]) == 2  # and after them
+        answer(at, "tokens.gap", gap + 0.1)
+        assert at.warning
 
 
 def test_clicked_cells_explain_their_numbers():
