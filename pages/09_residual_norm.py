@@ -9,7 +9,7 @@ from tinyformer.norm import compare_norms
 from tinyformer.residual import residual_add
 from ui import explain
 from ui.charts import bars
-from ui.exercise import choice_exercise, number_exercise
+from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import matrix_frame
 from ui.fmt import decimals_for, latex_matrix, num, places, term, vec
 from ui.formula import formula, formula_steps
@@ -24,7 +24,7 @@ X_DEFAULT = (1, 3, 0, 4, 2, -1)  # the first d numbers are the default x
 
 
 def vector(name: str, symbol: str, default, sliders: bool = True) -> torch.Tensor:
-    labels = [f"{symbol}[{i + 1}]" for i in range(len(default))]
+    labels = [f"{symbol}[{i}]" for i in range(len(default))]
     return matrix_input(name, symbol, default, sliders=sliders, slider_labels=labels)
 
 
@@ -89,10 +89,17 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
         rn = cmp.rms
         px = places(x)
         e = f"10^{{{round(math.log10(eps))}}}"
-        rms_steps = (rf"\hat x_1 = \frac{{x_1}}{{\sqrt{{{mean_of(x.tolist(), True)} + {e}}}}}"
+        rms_steps = (rf"\hat x_0 = \frac{{x_0}}{{\sqrt{{{mean_of(x.tolist(), True)} + {e}}}}}"
                      rf" = \frac{{{term(x[0])}}}{{{num(rn.rms)}}} = {num(rn.normalized[0])}")
-        number_exercise("rms1", t("residual_norm.ex2_question"), float(rn.normalized[0]),
-                        explain.formula(t("residual_norm.ex2_steps"), rms_steps))
+        why = choice_exercise("why_rms", t("residual_norm.why_question"),
+                              [t(f"residual_norm.why_{k}") for k in ("sign", "cheap", "largest")],
+                              correct=0, explanation=t("residual_norm.why_explain"))
+        computed = number_exercise("rms1", t("residual_norm.ex2_question"),
+                                   float(rn.normalized[0]),
+                                   explain.formula(t("residual_norm.ex2_steps"), rms_steps))
+        if not (why and computed):  # every step below, and the ε table, show x̂
+            after_answer()
+            return
         steps = Stepper("norm", [t(f"residual_norm.step_{k}") for k in
                                  ("center", "size", "divide", "scale")])
         side(["**LayerNorm**"], ["**RMSNorm**"])
@@ -126,7 +133,7 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                    col(rn.output)), t("residual_norm.no_beta")])
             series = dict(x=x.tolist(), LayerNorm=ln.output.tolist(), RMSNorm=rn.output.tolist())
             span = 1.2 * max(abs(v) for values in series.values() for v in values) + 0.2
-            bars([f"x[{i + 1}]" for i in range(d)], series, key="compare", height=300,
+            bars([f"x[{i}]" for i in range(d)], series, key="compare", height=300,
                  y_title=t("residual_norm.value"), y_range=(-span, span))
         section(t("residual_norm.eps_title"))
         st.markdown(t("residual_norm.eps_lead"))
@@ -139,7 +146,7 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                 cmp.rms_no_eps.normalized]
         names = [f"{n} x̂ · {t('residual_norm.' + w)}" for n in ("LayerNorm", "RMSNorm")
                  for w in ("with_eps", "without_eps")]
-        st.table(matrix_frame(torch.stack(rows), [f"x̂[{i + 1}]" for i in range(d)], names))
+        st.table(matrix_frame(torch.stack(rows), [f"x̂[{i}]" for i in range(d)], names))
         for name, effect, by in (("layer", cmp.layer_eps_effect, ln.std),
                                  ("rms", cmp.rms_eps_effect, rn.rms)):
             if math.isnan(effect):  # 0/0 without epsilon
@@ -158,5 +165,6 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
             )
 
 
+st.caption(t("residual_norm.tokens"))
 residual()
 norms()

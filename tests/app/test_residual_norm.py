@@ -21,6 +21,8 @@ from tests.app.helpers import (
 from ui.fmt import latex_matrix, num, vec
 
 PAGE = "pages/09_residual_norm.py"
+# The exercises before the norm's steps answered before the first run: the steps are drawn.
+ANSWERED = {"_residual_norm.ex.why_rms.answered": 0, "_residual_norm.ex.rms1.answered": 0.447}
 
 
 def col(values) -> str:
@@ -38,7 +40,7 @@ def norms(x, gamma=None, beta=None, eps=1e-5) -> tuple[str, str]:
 
 @pytest.fixture(scope="module", params=ONE_LANG)
 def default_page(request):
-    return open_page(PAGE, request.param)
+    return open_page(PAGE, request.param, state=ANSWERED)
 
 
 def test_defaults_show_the_worked_numbers(default_page) -> None:
@@ -65,7 +67,7 @@ def test_english_view_has_no_untranslated_keys(default_page) -> None:
     (lambda at: at.slider("residual_norm.d").set_value(4), [1, 3, 0, 4], None, None, 1e-5),
 ])
 def test_edits_change_both_norms(edit, x, gamma, beta, eps) -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     edit(at).run()
     assert_clean(at)
     text = page_text(at)
@@ -74,7 +76,7 @@ def test_edits_change_both_norms(edit, x, gamma, beta, eps) -> None:
 
 
 def test_residual_follows_its_inputs() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     at.text_input("residual_norm.x").input("-1, 0.5").run()
     at.slider("_residual_norm.fx~0").set_value(1.5).run()
     assert col([0.5, 0.3]) in page_text(at)
@@ -83,7 +85,7 @@ def test_residual_follows_its_inputs() -> None:
 def test_shared_link_reproduces_the_page() -> None:
     params = {"residual_norm.d": "4", "residual_norm.x4": "1, 2, 3, 5",
               "residual_norm.g4": "1, 2, 1, 1", "residual_norm.eps": "0.001"}
-    text = page_text(open_page(PAGE, params=params))
+    text = page_text(open_page(PAGE, params=params, state=ANSWERED))
     for expected in norms([1, 2, 3, 5], [1, 2, 1, 1], None, 1e-3):
         assert expected in text
 
@@ -98,7 +100,7 @@ def test_shared_link_reproduces_the_page() -> None:
     {"residual_norm.eps": "abc", "residual_norm.norm.step": "9"},
 ])
 def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
-    at = open_page(PAGE, "zh", params=params)
+    at = open_page(PAGE, "zh", params=params, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == len(params)
     text = page_text(at)
@@ -110,7 +112,7 @@ def test_bad_link_values_fall_back_with_one_note_each(params) -> None:
 @pytest.mark.parametrize("key", ["residual_norm.x", "residual_norm.fx", "residual_norm.x2",
                                  "residual_norm.g2", "residual_norm.b2"])
 def test_bad_cells_show_one_message_and_keep_the_page(key) -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     for bad in [BAD_CELL, "1, 2, 3"]:
         at.text_input(key).input(bad).run()
         assert not at.exception
@@ -120,7 +122,7 @@ def test_bad_cells_show_one_message_and_keep_the_page(key) -> None:
 
 
 def test_a_constant_row_shows_why_epsilon_is_there() -> None:
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=ANSWERED)
     next(b for b in at.button if "[2, 2]" in b.label).click().run()
     assert_clean(at)
     assert at.text_input("residual_norm.x2").value == "2, 2"
@@ -131,9 +133,10 @@ def test_a_constant_row_shows_why_epsilon_is_there() -> None:
 
 
 def test_step_by_step_and_a_link_to_a_step() -> None:
-    first = page_text(open_page(PAGE, params={"residual_norm.norm.step": "1"}))
+    first = page_text(open_page(PAGE, params={"residual_norm.norm.step": "1"}, state=ANSWERED))
     assert "= 2.000" in first and "2.236" not in first
-    second = page_text(open_page(PAGE, params={"residual_norm.norm.step": "2"}))
+    second = page_text(open_page(PAGE, params={"residual_norm.norm.step": "2"},
+                                 state=ANSWERED))
     assert "2.236" in second and col([0.447, 1.342]) not in second
 
 
@@ -150,8 +153,13 @@ def test_choice_exercise(lang) -> None:
 
 
 @pytest.mark.parametrize(("typed", "right"), [(0.447, True), (0.5, False)])
-def test_number_exercise(typed, right) -> None:
+def test_number_exercise_and_its_why_come_before_the_steps(typed, right) -> None:
     at = open_page(PAGE)
+    assert "2.236" not in page_text(at) and not tables(at)  # no step shows x̂ yet
     answer(at, "residual_norm.rms1", typed)
     assert len(at.success if right else at.warning) == 1
     assert r"\frac{1}{2.236} = 0.447" in explanations(at)
+    assert not tables(at)  # the why exercise is still open
+    reveal(at, "residual_norm.why_rms", 0)
+    assert len(at.success) == (2 if right else 1)
+    assert tables(at)[0].values.tolist()[2] == ["0.447", "1.342"]  # RMSNorm's x̂ with ε
