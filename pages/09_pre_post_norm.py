@@ -190,6 +190,7 @@ with cols[3]:
         format_func=TAIL4.__getitem__,
         widget="segmented",
     )
+st.caption(t("pre_post_norm.tokens", n=N_TOKENS))
 gloss(TAIL4)
 with shown_errors():
     cmp = measure(1, int(seed), float(scale), norm)
