@@ -133,11 +133,12 @@ def where_it_acts() -> None:
 def frequencies() -> None:  # d, n, seed and 'same rows': the rest of the page
     section(t("rope.freq_title"))
     formula(r"\theta_i = \text{base}^{-2i/d},\quad \text{angle}_{p,i} = p\,\theta_i")
+    at7 = float(pos.rope_angles([7.0], 8)[0, 1])  # pair 1 at position 7, d = 8
     typed = number_exercise(
-        "angle", t("rope.ex2_question"), float(pos.rope_angles([10.0], 8)[0, 1]),
+        "angle", t("rope.ex2_question"), at7,
         explain.formula(t("rope.ex2_steps"), rf"\theta_1 = 10000^{{-2/8}} = "
-                        rf"{num(pos.rope_frequencies(8)[1])},\quad 10\,\theta_1 = "
-                        rf"{num(pos.rope_angles([10.0], 8)[0, 1])}\ \text{{rad}}"))
+                        rf"{num(pos.rope_frequencies(8)[1])},\quad 7\,\theta_1 = "
+                        rf"{num(at7)}\ \text{{rad}}"))
     choice_exercise("linear", t("rope.why_question"), [t(f"rope.why_{k}") for k in "abc"],
                     correct=0, explanation=t("rope.why_explain"))
     cols = st.columns([2, 2, 1], vertical_alignment="bottom")

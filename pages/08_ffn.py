@@ -122,10 +122,11 @@ else:
 section(t("ffn.collapse_title"))
 with shown_errors():
     flat = ffn.without_activation(x, w1, b1, w2, b2)
-    typed = number_exercise("y2", t("ffn.ex2_question", x=vec(x, places(x))),
-                            float(flat.two_step[1]),
+    y1 = float(flat.two_step[1])
+    whole = y1 == round(y1)  # whole inputs, a whole answer: typed exactly, as a whole number
+    typed = number_exercise("y2", t("ffn.ex2_question", x=vec(x, places(x))), y1,
                             t("ffn.ex2_steps", h=vec(flat.hidden), y=vec(flat.two_step)),
-                            tolerance=0.005)
+                            tolerance=0 if whole else 0.005, decimals=0 if whole else 3)
     why = choice_exercise("merge", t("ffn.why_question"), [t(f"ffn.why_{k}") for k in "abc"],
                           correct=0, explanation=t("ffn.why_explain"))
     if typed and why:  # the merged matrix gives the same output: both answers

@@ -29,7 +29,7 @@ from ui.fmt import num
 
 PAGE = "pages/07_rope.py"
 # Every exercise answered (as session state, no extra run): the gated parts show.
-ANSWERED = {"_rope.ex.shift.answered": 1, "_rope.ex.angle.answered": 1.0,
+ANSWERED = {"_rope.ex.shift.answered": 1, "_rope.ex.angle.answered": 0.7,
             "_rope.ex.linear.answered": 0}
 
 
@@ -199,13 +199,13 @@ def test_choice_exercise(lang) -> None:
     assert r"q\cdot(R_{\beta-\alpha}\,k)" in page_text(at)
 
 
-@pytest.mark.parametrize(("typed", "right"), [(1.0, True), (57.3, False)])
+@pytest.mark.parametrize(("typed", "right"), [(0.7, True), (40.1, False)])  # rad, not °
 def test_number_exercise(typed, right) -> None:
     at = open_page(PAGE)
     assert "[1.0000, 0.1000" not in page_text(at) and "angles" not in heatmaps(at)
     answer(at, "rope.angle", typed)
-    assert len([s for s in at.success if "1.000" in s.value]) == (1 if right else 0)
-    assert r"10\,\theta_1 = 1.000" in explanations(at)
+    assert len([s for s in at.success if "0.700" in s.value]) == (1 if right else 0)
+    assert r"7\,\theta_1 = 0.700" in explanations(at)
     assert "[1.0000, 0.1000, 0.0100, 0.0010]" in page_text(at) and "angles" in heatmaps(at)
 
 
