@@ -1,8 +1,18 @@
 """The overview page, the language rules and the navigation."""
 
+import re
+
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import APP, WHOLE, assert_clean, fold_button, open_page, page_text
+from tests.app.helpers import (
+    APP,
+    WHOLE,
+    assert_clean,
+    fold_button,
+    open_page,
+    page_text,
+    tables,
+)
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import OPEN as FOLD_OPEN
 from ui.i18n import catalogue
@@ -84,6 +94,47 @@ def test_navigation_lists_every_stage_in_order_in_translated_sections(each_lang)
     assert names and all(name in catalogue(each_lang).values() for name in names)
 
 
+def _answers_on_screen(at) -> list[str]:
+    """Numeric exercises whose answer is already on screen before anyone has answered
+    (ui/exercise.py: what would give it away waits for the answer). An answer with
+    decimals, or of three digits or more, is specific enough to search for; the worked
+    steps of every exercise must be absent too."""
+    text = page_text(at)
+    found = []
+    for kind, item in at.session_state["_handout"].all_items():
+        if kind != "exercise":
+            continue
+        question, options, answer, steps = item
+        if steps and steps in text:
+            found.append(f"steps of: {question}")
+        specific = options is None and ("." in answer or len(answer.lstrip("-")) >= 3)
+        if specific and re.search(rf"(?<![\d.]){re.escape(answer)}(?![\d])", text):
+            found.append(f"{answer} for: {question}")
+    return found
+
+
+# An index in a label: "q[1]", "W₁[0,1]", "head 2", "block 0 · head 1", "位置 3".
+_BRACKETED = re.compile(r"([^\W\d_][\ŵ]*)\[(\d+)(?:,\s*\d+)?\]")
+_NAMED = re.compile(r"\b(head|block|position|row|column|头|块|位置) ?(\d+)\b")
+
+
+def _families_not_from_zero(at) -> list[str]:
+    """Indices count from 0, as in PyTorch: in every family of indexed labels on a page
+    (inputs, their options, table headers), the smallest index is 0."""
+    widgets = [w for kind in ("slider", "number_input", "text_input", "selectbox", "radio",
+                              "select_slider", "multiselect") for w in getattr(at, kind, [])]
+    labels = [getattr(w, "label", "") or "" for w in widgets]
+    labels += [str(option) for w in widgets for option in getattr(w, "options", None) or []]
+    for frame in tables(at):
+        labels += [str(c) for c in frame.columns] + [str(i) for i in frame.index]
+    smallest: dict[str, int] = {}
+    for label in labels:
+        for pattern in (_BRACKETED, _NAMED):
+            for name, index in pattern.findall(label):
+                smallest[name] = min(smallest.get(name, 10**9), int(index))
+    return sorted(f"{name} starts at {low}" for name, low in smallest.items() if low != 0)
+
+
 def test_every_stage_renders_in_both_languages(each_lang):
     """In Chinese every stage opens as a learner first sees it, with its first part and
     "Continue" (ui/fold.py), which draws the rest and keeps it open in the URL; in
@@ -94,6 +145,9 @@ def test_every_stage_renders_in_both_languages(each_lang):
         at = open_page(stage.path, each_lang, folded=folds)
         assert_clean(at)
         assert at.title[0].value.startswith(stage.number)
+        if not folds:
+            assert _answers_on_screen(at) == [], stage.id
+            assert _families_not_from_zero(at) == [], stage.id
         if folds:
             first_part = len(list(at.main))
             button = at.button(key=fold_button(stage.id))
