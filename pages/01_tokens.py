@@ -86,7 +86,7 @@ def rows_and_positions(vocab: CharVocab, enc, labels: list[str], n: int,
         tr = embed(torch.tensor(enc.ids, dtype=torch.int64), E, P)  # X [N, d], P, X + P
         used = sorted(set(enc.ids))
         st.markdown(t("tokens.x_lead", v=len(vocab), d=d, k=len(used), n=n)
-                    + (" " + t("tokens.x_repeat") if rows_answered else ""))  # the answer
+                    + (t("tokens.x_repeat") if rows_answered else ""))  # the answer
         side_by_side(
             (t("tokens.e_table", k=len(used), v=len(vocab)), E[used],
              [f"{i} · {vocab.tokens[i]}" for i in used], "e_map", lambda r, j: looked_up(
