@@ -207,23 +207,17 @@ def share_panel() -> None:
         _full_screen_qr(url)
 
 
-def qr_svg(url: str, title: str) -> str:
-    """The QR code as inline SVG: sharp at any size, drawn without a network."""
-    import segno
-
-    return segno.make(url, error="m").svg_inline(border=2, omitsize=True, title=title,
-                                                 svgclass="qr")
-
-
 _FULL_CSS = """<style>
 /* The dialog fills the screen: the code is scanned from the back of the room. */
-div[role="dialog"]:has(.st-key-qr_full) { width: 100vw !important; max-width: 100vw !important;
+[data-testid="stDialog"] [role="dialog"]:has(.st-key-qr_full) { position: fixed !important;
+  inset: 0 !important; width: 100vw !important; max-width: 100vw !important;
   height: 100vh !important; max-height: 100vh !important; margin: 0 !important;
-  border-radius: 0 !important; }
+  border-radius: 0 !important; overflow: auto; background: #fff !important;
+  color: #111 !important; }
 .st-key-qr_full { align-items: center; }
-.st-key-qr_full svg.qr { display: block; height: min(72vh, 92vw); width: auto;
-  margin: 0 auto; }
-.st-key-qr_full .qr-address { font-size: clamp(1.6rem, 3.6vw, 3.4rem); font-weight: 600;
+.st-key-qr_full [data-testid="stImage"] img { height: min(58vh, 88vw) !important;
+  width: auto !important; max-width: none !important; image-rendering: pixelated; }
+.st-key-qr_full .qr-address { font-size: clamp(1.3rem, 2.8vw, 2.6rem); font-weight: 600;
   text-align: center; overflow-wrap: anywhere; line-height: 1.25; margin: 0; }
 </style>"""
 
@@ -234,8 +228,9 @@ def _full_screen_qr(url: str) -> None:
     @st.dialog(t("kit.share_full_title"), width="large")
     def show() -> None:
         with st.container(key="qr_full"):
-            st.html(_FULL_CSS + qr_svg(url, t("kit.share_full_title"))
-                    + f'<p class="qr-address">{html.escape(url)}</p>')
+            st.html(_FULL_CSS)
+            st.image(qr_png(url))
+            st.html(f'<p class="qr-address">{html.escape(url)}</p>')
             st.caption(t("kit.share_full_close"))
 
     show()

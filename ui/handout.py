@@ -211,15 +211,18 @@ body { font-family: "Noto Sans CJK SC", "Noto Sans", sans-serif; max-width: 52re
        margin: 2rem auto; padding: 0 1rem; line-height: 1.5; color: #212529; }
 h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 1.6rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .3rem; }
-table { border-collapse: collapse; margin: .6rem 0; font-variant-numeric: tabular-nums;
-        font-size: .9rem; line-height: 1.3; }
+.table { overflow-x: auto; margin: .6rem 0; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: .85rem;
+        line-height: 1.3; }
 caption { text-align: left; font-weight: bold; padding-bottom: .3rem; }
-td, th { border: 1px solid #adb5bd; padding: .2rem .5rem; text-align: right; }
+td, th { border: 1px solid #adb5bd; padding: .15rem .35rem; text-align: right;
+         white-space: nowrap; }
 th { background: #f1f3f5; }
 .formula { margin: .5rem 0 .9rem; line-height: normal; }
 .formula .live { color: #364fc7; }
 math[display="block"] { display: block math; width: fit-content; margin: .35rem 0; }
-math { font-size: 1.15em; }
+math { font-size: 1.15em; font-family: "Cambria Math", "STIX Two Math", "Latin Modern Math",
+       "DejaVu Serif", serif; }
 mtable mtd { padding: .1em .35em; }
 mtable.bmatrix { margin: 0 .15em; padding: 0 .15em; border: solid currentColor;
   border-width: 0 .08em; background:
@@ -236,8 +239,9 @@ span.brace { display: inline-block; margin-right: .15em; }
 .meta, .note { color: #495057; font-size: .85rem; }
 .note { border-left: 3px solid #f08c00; padding-left: .6rem; }
 h2, h3, .step { break-after: avoid; }
-.formula, table { break-inside: avoid; }
-@media print { body { margin: 0 auto; max-width: none; } a { color: inherit; } }
+.formula, .table { break-inside: avoid; }
+@media print { body { margin: 0 auto; max-width: none; padding: 0; } a { color: inherit; }
+  .table { overflow: visible; } table { font-size: 7.5pt; } caption { font-size: 10pt; } }
 """
 
 
@@ -290,7 +294,7 @@ def _table(table: Table) -> str:
                    + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
                    for name, row in zip(table.rows, table.cells, strict=True))
     caption = f"<caption>{html.escape(table.title)}</caption>" if table.title else ""
-    return f"<table>{caption}<tr><td></td>{head}</tr>{rows}</table>"
+    return f'<div class="table"><table>{caption}<tr><td></td>{head}</tr>{rows}</table></div>'
 
 
 # --- LaTeX to MathML -----------------------------------------------------------------------
@@ -373,6 +377,12 @@ _BRACE = re.compile(r'<mo stretchy="true" fence="true" form="prefix">&#x0007B;</
                     r"(<mtable>.*?</mtable>)", re.S)
 
 
+# A minus sign that opens a row, a cell or a bracket, or follows an operator (= -0.178),
+# is a sign, not a subtraction: no space after it.
+_UNARY_MINUS = re.compile(r"(<math[^>]*>|<mrow>|<mtd[^>]*>|<mo[^>]*>(?!&#x00029;|&#x0005D;|"
+                          r"&#x0007D;|&#x0007C;)[^<]*</mo>)<mo>&#x02212;</mo>")
+
+
 def _one_formula(latex: str, display: str = "block") -> str:
     from latex2mathml.converter import convert  # imported on demand: only for handouts
 
@@ -381,6 +391,7 @@ def _one_formula(latex: str, display: str = "block") -> str:
     except Exception:  # an unsupported command: the formula as readable text
         return f"<span>{html.escape(plain_text(latex))}</span>"
     mathml = _BMATRIX.sub(r'<mtable class="bmatrix">\1</mtable>', mathml)
+    mathml = _UNARY_MINUS.sub(r'\1<mo lspace="0" rspace="0">&#x02212;</mo>', mathml)
     return _BRACE.sub(lambda m: '<mtext><span class="brace" style="transform: scaleY('
                       f'{max(1, m.group(1).count("<mtr>")) * 1.1:.1f})">{{</span></mtext>'
                       + m.group(1), mathml)

@@ -177,9 +177,32 @@ def test_the_qr_code_full_screen_for_the_back_of_the_room():
     (dialog,) = at.get("dialog")
     assert dialog.proto.dialog.title == EN["kit.share_full_title"]
     assert dialog.proto.dialog.dismissible  # Esc, the ✕ or a click outside closes it
-    body = dialog.children[0].children[0].children[0].proto.body
     url = at.session_state["_share_url"]
-    assert classroom.qr_svg(url, EN["kit.share_full_title"]) in body  # the page's address
-    assert f'<p class="qr-address">{url}</p>' in body and "100vw" in body
+    assert len(dialog.get("image")) == 1  # the page's QR code (the same as the panel's)
+    assert f'<p class="qr-address">{url}</p>' in [h.proto.body for h in dialog.get("html")]
+    assert any(".st-key-qr_full" in h.proto.body and "100vw" in h.proto.body
+               for h in at.get("html"))  # the dialog widened to fill the screen
     at.run()
     assert not at.get("dialog")  # gone once closed: the next run does not open it
+
+
+def _a_table():
+    import pandas as pd
+
+    from ui.frame import around
+    from ui.tables import table
+
+    with around("kv_cache"):
+        table(pd.DataFrame({"bytes": ["131,072", "524,288"]}, index=["Llama-3-8B", "MHA"]),
+              name="Cache")
+
+
+def test_a_kit_table_is_drawn_and_in_the_downloads():
+    """The K/V cache page drew its table with st.table, which the downloads never saw."""
+    at = AppTest.from_function(_a_table, default_timeout=60)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert len(at.table) == 1
+    assert at.session_state["_handout"].tables() == [
+        handout.Table("Cache", ["bytes"], ["Llama-3-8B", "MHA"], [["131,072"], ["524,288"]])]
+    assert "_dl_tables" in {b.key for b in at.sidebar.get("download_button")}

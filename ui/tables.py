@@ -1,0 +1,27 @@
+"""A table of exact values, drawn and recorded for the downloads: in the printable
+handout and as a CSV file of its own (ui/handout.py). A page that calls st.table
+itself draws a table the downloads never see.
+
+    table(frame)                            # named after the heading above it
+    table(frame, name=t("kv_cache.col_bytes"), where=column)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from ui import handout
+
+
+def table(data: pd.DataFrame | Mapping[str, Sequence] | Sequence[Sequence], *,
+          name: str = "", where=None) -> None:
+    """st.table of `data` (a DataFrame, or what pd.DataFrame accepts), also in the
+    downloads, its rows labelled by the frame's index as on screen. name: the table's
+    name in the downloads (its CSV file and caption row), not drawn: by default the
+    heading it sits under."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    (where or st).table(frame)
+    handout.add_table(name, frame.columns, frame.index, frame.astype(str).values.tolist())
