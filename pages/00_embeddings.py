@@ -15,7 +15,7 @@ from ui.formula import formula
 from ui.i18n import t
 from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
-from ui.page import fold, part, section
+from ui.page import part, section
 from ui.reveal import Stepper
 
 WORDS = ("苹果", "梨", "动漫")
@@ -99,7 +99,6 @@ def plane() -> None:
     why = choice_exercise("cos_why", t("embeddings.ex_why"),
                           [t(f"embeddings.ex_why_{k}") for k in "abc"], correct=1,
                           explanation=t("embeddings.ex_why_explain"))
-    fold(t("embeddings.cos_table"))
     if unrelated and worked and why:  # the tables hold every exercise's answer
         cosine_tables(cos)
     else:
@@ -126,7 +125,7 @@ def cosine_tables(cos) -> None:
 plane()
 @part
 def whitening() -> None:
-    section(t("embeddings.whiten_title"))
+    section(t("embeddings.whiten_title"), folded=True)
     st.markdown(t("embeddings.whiten_lead"))
     with st.container(horizontal=True, vertical_alignment="bottom"):
         points = number("pts", t("embeddings.points_label"), 20, 500, 200, step=10,
