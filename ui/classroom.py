@@ -96,11 +96,21 @@ if (!window.__tinyformerKeys) {
     const size = parseFloat(getComputedStyle(inner).fontSize);
     inner.style.fontSize = size * Math.max(0.6, box.clientWidth / box.scrollWidth) + "px";
   };
+  // The full-screen QR code opened from presenter view's Share popover: close the
+  // popover, which would sit above the dialog and take the first Esc.
+  const closePopoverUnderQr = () => {
+    const qr = document.querySelector(".st-key-qr_full");
+    if (!qr || qr.dataset.popoverClosed) return;
+    qr.dataset.popoverClosed = "true";
+    document.querySelectorAll('[data-testid="stPopoverButton"][aria-expanded="true"]')
+      .forEach((button) => button.click());
+  };
   let pending = false;
   const fitAll = () => {
     pending = false;
     document.querySelectorAll(".js-plotly-plot").forEach(fitHeatmap);
     document.querySelectorAll(".katex-display").forEach(fitFormula);
+    closePopoverUnderQr();
   };
   const later = () => { if (!pending) { pending = true; requestAnimationFrame(fitAll); } };
   new MutationObserver(later).observe(document.body, { childList: true, subtree: true });
