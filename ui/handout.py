@@ -392,6 +392,8 @@ def _one_formula(latex: str, display: str = "block") -> str:
         return f"<span>{html.escape(plain_text(latex))}</span>"
     mathml = _BMATRIX.sub(r'<mtable class="bmatrix">\1</mtable>', mathml)
     mathml = _UNARY_MINUS.sub(r'\1<mo lspace="0" rspace="0">&#x02212;</mo>', mathml)
+    mathml = mathml.replace('<mo stretchy="false">&#x0007C;</mo>',  # |q|: bars hug
+                            '<mo stretchy="false" lspace="0" rspace="0">&#x0007C;</mo>')
     return _BRACE.sub(lambda m: '<mtext><span class="brace" style="transform: scaleY('
                       f'{max(1, m.group(1).count("<mtr>")) * 1.1:.1f})">{{</span></mtext>'
                       + m.group(1), mathml)
