@@ -15,13 +15,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import a11y, classroom, exercise, handout, state
+from ui import a11y, class_session, classroom, exercise, handout, presenter, state
+from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
 from ui.inputs import choice
@@ -42,12 +45,17 @@ _LOG = logging.getLogger("tinyformer.pages")
 _LANG_WIDGET = "_lang_switch"
 _LANG_CODEC = state.choice_codec(LANGS)
 _PRESENT_WIDGET = "_present_switch"
+_RESET = "_reset_page"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 _CSS = """<style>
 /* No empty band above the title. */
 [data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
 /* A formula wider than its column scrolls inside it instead of being cut off. */
 .katex-display { overflow-x: auto; overflow-y: hidden; padding: 2px 0; }
+/* The kit's number boxes (ui/inputs.py) hold no empty value: no "clear" button. An
+   exercise's answer box (keys "_stage.ex.name...") keeps its own. */
+[data-testid="stElementContainer"]:not([class*="-ex-"])
+  [data-testid="stNumberInputClearButton"] { display: none; }
 </style>"""
 
 
@@ -89,8 +97,8 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
     """
     stage = by_id(page) if isinstance(page, str) else by_url(page.url_path)
     _set_up(stage)
-    bar_share = _header(stage)
-    share_box = _sidebar(stage, bar_share)
+    bar = _header(stage)
+    share_box, downloads_box = _sidebar(stage, bar)
     folded = False
     try:
         yield stage
@@ -102,10 +110,11 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     # This whole run drew every section after an answer given in it: no second run.
     st.session_state.pop(exercise.FIRST_ANSWER, None)
+    class_session.sync(stage.id)
     _footer_nav(stage)
     with share_box:  # filled last, so its address has every input of this run
         classroom.share_panel()
-    with st.sidebar.expander(t("kit.downloads"), icon=":material/download:"):
+    with downloads_box:
         classroom.downloads(stage.id, folded=folded)
 
 
@@ -133,7 +142,9 @@ def _set_up(stage: Stage) -> None:
     )
     st.html(_CSS)
     classroom.page_chrome()
+    presenter.page_chrome(presenting)
     a11y.page_chrome()
+    class_session.enter()
     state.frame_drawn()
 
 
@@ -152,20 +163,55 @@ def _switch_presenter() -> None:
     classroom.set_presenting(bool(st.session_state[_PRESENT_WIDGET]))
 
 
-def _sidebar(stage: Stage, bar_share):
-    """The sidebar under the navigation; returns the share panel's place (in presenter
-    view, bar_share: the bar's own popover)."""
+def _sidebar(stage: Stage, bar: _Bar | None):
+    """The sidebar under the navigation; returns the places of the share panel and of
+    the downloads (in presenter view, which hides the sidebar, the bar's popovers)."""
     with st.sidebar:
         st.session_state[_PRESENT_WIDGET] = classroom.presenting()
         st.toggle(t("kit.presenter"), key=_PRESENT_WIDGET, on_change=_switch_presenter,
-                  help=t("kit.presenter_help"))
+                  help=_keys_help())
+        if bar is None:
+            _reset_button(stage)
         if stage.uses_device:  # only pages that run a model read it
             _device_choice()
+        class_session.sidebar()
         share_box = st.empty()
         st.caption(t("kit.share_hint"))
-    if classroom.presenting():  # presenter view has it in its bar
-        return bar_share
-    return share_box.expander(t("kit.share"), icon=":material/qr_code_2:")
+    if bar is not None:  # presenter view has them in its bar
+        return bar.share, bar.downloads
+    return (share_box.expander(t("kit.share"), icon=":material/qr_code_2:"),
+            st.sidebar.expander(t("kit.downloads"), icon=":material/download:"))
+
+
+def _keys_help() -> str:
+    return f"{t('kit.presenter_help')} {t('kit.presenter_key_continue')}"
+
+
+def _reset_button(stage: Stage) -> None:
+    st.button(t("kit.reset"), key=_RESET, icon=":material/restart_alt:",
+              help=t("kit.reset_help"), on_click=reset_page, args=(stage.id,))
+
+
+def reset_page(stage_id: str) -> None:
+    """Every input of this stage back to its default: its URL parameters and session
+    values, and the shared values it shows (the hand example of stages 2-5, which the
+    other stages of that example then show at their defaults too). Nothing of another
+    stage, nor the frame's language, presenter view or device. The rest of the page, if
+    open, stays open (a view, not an input)."""
+    own = f"{stage_id}."
+    keep = {own + FOLD_NAME, f"_{own}{FOLD_NAME}{state.PRIVATE}open"}
+    shared = [key for key in st.query_params
+              if state.is_shared(key) and key not in state.GLOBAL_KEYS]
+    for key in list(st.query_params):
+        if key not in keep and (key.startswith(own) or key in shared):
+            del st.query_params[key]
+            state.url_now().pop(key, None)
+    mirrors = tuple(f"_{key}{state.PRIVATE}" for key in shared)
+    for key in list(st.session_state):
+        if key in keep:
+            continue
+        if key.lstrip("_").startswith(own) or key in shared or key.startswith(mirrors):
+            del st.session_state[key]
 
 
 def _device_choice() -> None:
@@ -178,22 +224,30 @@ def _device_choice() -> None:
         st.info(t("kit.no_cuda"))
 
 
-def _header(stage: Stage):
-    """The title, or in presenter view the bar (returns its share popover)."""
+def _header(stage: Stage) -> _Bar | None:
+    """The title, or in presenter view the bar (returns its popovers)."""
     handout.start(stage.id, stage_label(stage), t(f"{stage.id}.lead"))
-    bar_share = None
+    bar = None
     if classroom.presenting():
-        bar_share = _presenter_bar(stage)
+        bar = _presenter_bar(stage)
     else:
         with st.container(horizontal=True, vertical_alignment="center", key="page_title"):
             st.title(stage_label(stage), width="stretch")
             _language_switch()
+    class_session.bar(stage.id, lambda stage_id: st_page(by_id(stage_id)))
     st.markdown(t(f"{stage.id}.lead"))
-    return bar_share
+    return bar
 
 
-def _presenter_bar(stage: Stage):
-    """Always visible in presenter view: previous, the stage, next, language, share, exit."""
+@dataclass(frozen=True)
+class _Bar:
+    share: Any  # the presenter bar's popovers, filled after the page
+    downloads: Any
+
+
+def _presenter_bar(stage: Stage) -> _Bar:
+    """Always visible in presenter view: previous, the stage, next, language, share,
+    "more" (downloads, reset, the keys, also its help), exit."""
     previous, following = neighbours(stage.id)
     with st.container(key="presenter_bar", horizontal=True, vertical_alignment="center"):
         with st.container(key="bar_prev", width="content"):
@@ -210,10 +264,16 @@ def _presenter_bar(stage: Stage):
                        width="content")
         _language_switch()
         share = st.popover(t("kit.share_short"), icon=":material/qr_code_2:")
+        # One more button fits the bar at 1280 px beside a long title, not three.
+        with st.popover(t("kit.more"), icon=":material/more_horiz:", help=_keys_help()):
+            st.caption(t("kit.downloads"))
+            downloads = st.container()  # filled after the page, like the share panel
+            _reset_button(stage)
+            st.caption(_keys_help())
         st.button(t("kit.presenter_exit_short"), key="_present_exit", icon=":material/close:",
                   help=t("kit.presenter_exit"),
                   on_click=classroom.set_presenting, args=(False,))
-    return share
+    return _Bar(share, downloads)
 
 
 def _footer_nav(stage: Stage) -> None:

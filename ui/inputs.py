@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -24,7 +25,7 @@ import torch
 
 from ui import state
 from ui.i18n import t
-from ui.parse import ParseError, format_matrix, parse_matrix
+from ui.parse import MAX_TEXT, ParseError, format_matrix, parse_matrix
 from ui.state import choice_codec, number_codec, text_codec
 
 MAX_SLIDERS = 8  # more sliders than this stop being a gesture and become a form
@@ -38,40 +39,120 @@ def number(name: str, label: str, lo: float, hi: float, default: float, *,
 
     gesture: "box" (typed), "slider", or "both" (a slider with an exact box beside it;
     both share one range, so neither can silently change what the other shows).
+
+    A typed number outside [lo, hi] is clamped to it, a fraction in a box of whole
+    numbers rounded; an empty box, or one the browser could not read as a number
+    (letters, 1e309), keeps the last value. Each time a translated note under the box
+    says which value the page uses. (Measured in Chromium, Streamlit's own box, given a
+    range, kept showing an out-of-range number while the page used the old one,
+    explained only by its English tooltip, and turned an unreadable entry into its
+    minimum without a word; a box of whole numbers read "1e5" as 1 and ignored
+    99999999999999999999. So the box gets no range and holds decimals: we check.)
     """
     whole = all(isinstance(v, int) for v in (lo, hi, default)) and \
         (step is None or isinstance(step, int))
     step = step if step is not None else (1 if whole else 0.1)
     key = state.qualify(name)
     codec = number_codec(lo, hi, whole)
+    sent = st.session_state.get(key)
+    if whole and isinstance(sent, float) and sent.is_integer():
+        st.session_state[key] = int(sent)  # the box holds decimals: 4.0 is the 4 it shows
     value = state.initial(key, default, codec, label)
-    common = {"min_value": lo, "max_value": hi, "step": step, "help": help}
-    if fmt:
-        common["format"] = fmt
+    limits = _Limits(lo, hi, whole, label)
+    slider = {"min_value": lo, "max_value": hi, "step": step, "help": help,
+              **({"format": fmt} if fmt else {})}
+    box = {"value": None, "step": float(step), "help": help,
+           "format": fmt or ("%.0f" if whole else None)}
     if gesture == "both":
-        value = _slider_and_box(key, label, value, common)
+        value = _slider_and_box(key, label, value, limits, slider, box)
+    elif gesture == "slider":
+        value = st.slider(label, key=key, **slider)
     else:
-        widget = st.slider if gesture == "slider" else st.number_input
-        value = widget(label, key=key, **common)
+        st.number_input(label, key=key, on_change=_box_changed, args=(key, key, limits),
+                        **box)
+        value = st.session_state[key]
+    _number_note(key)
+    st.session_state[_last_key(key)] = value
     state.write_url(key, value, default, codec)
     return value
 
 
-def _slider_and_box(key: str, label: str, value: Any, common: dict) -> Any:
+@dataclass(frozen=True)
+class _Limits:
+    lo: float
+    hi: float
+    whole: bool
+    label: str
+
+
+def _last_key(key: str) -> str:
+    return f"_{key}{state.PRIVATE}last"  # the value the page drew with last
+
+
+def _note_key(key: str) -> str:
+    return f"_{key}{state.PRIVATE}note"  # what the last edit's check found
+
+
+def _slider_and_box(key: str, label: str, value: Any, limits: _Limits, slider: dict,
+                    box: dict) -> Any:
     """A slider and an exact box, both views of session_state[key]."""
     slider_key, box_key = f"_{key}{state.PRIVATE}s", f"_{key}{state.PRIVATE}n"
     st.session_state[slider_key] = st.session_state[box_key] = value
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
-        st.slider(label, key=slider_key, on_change=_copy, args=(slider_key, key), **common)
+        st.slider(label, key=slider_key, on_change=_copy, args=(slider_key, key), **slider)
     with right:
-        st.number_input(label, key=box_key, on_change=_copy, args=(box_key, key),
-                        label_visibility="collapsed", **common)
+        st.number_input(label, key=box_key, on_change=_box_changed,
+                        args=(box_key, key, limits), label_visibility="collapsed", **box)
     return st.session_state[key]
 
 
 def _copy(source: str, target: str) -> None:
     st.session_state[target] = st.session_state[source]
+
+
+def _box_changed(box_key: str, key: str, limits: _Limits) -> None:
+    """A typed number, checked before the run that uses it: clamped into its range, or,
+    when the box holds none, the last value again; the box then shows what is used."""
+    typed = st.session_state.get(box_key)
+    last = st.session_state.get(_last_key(key), st.session_state.get(key))
+    if typed is None or not math.isfinite(typed):
+        used, note = last, ("input.number_missing", None)
+    elif not limits.lo <= typed <= limits.hi:
+        used = min(max(typed, limits.lo), limits.hi)
+        note = ("input.number_clamped", typed)
+    elif limits.whole and not float(typed).is_integer():
+        # Half away from zero, as taught (2.5 -> 3, -2.5 -> -3); Python's round would
+        # give 2.
+        used = math.copysign(math.floor(abs(typed) + 0.5), typed)
+        note = ("input.number_whole", typed)
+    else:
+        used, note = typed, None
+    if limits.whole:
+        used = int(used)
+    st.session_state[box_key] = st.session_state[key] = used
+    if note is not None:
+        st.session_state[_note_key(key)] = (*note, used, limits)
+
+
+def _number_note(key: str) -> None:
+    """The note of the edit just checked, under its box, in this run only."""
+    found = st.session_state.pop(_note_key(key), None)
+    if found is None:
+        return
+    message, typed, used, limits = found
+    st.warning(t(message, name=limits.label, typed=number_shown(typed),
+                 lo=number_shown(limits.lo), hi=number_shown(limits.hi),
+                 used=number_shown(used)), icon=":material/warning:")
+
+
+def number_shown(value: float | None) -> str:
+    """A number as a note shows it: 12, 0.25, 1e+20 (never 100000000000000000000.0)."""
+    if value is None:
+        return ""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.6g}"
 
 
 def choice(name: str, label: str, options: Sequence[Any], default: Any, *,
@@ -115,13 +196,40 @@ def toggle(name: str, label: str, default: bool, *, help: str | None = None) -> 
 
 def text(name: str, label: str, default: str, max_chars: int, *,
          help: str | None = None) -> str:
-    """Free text, at most max_chars (the box's counter shows the same limit)."""
+    """Free text, at most max_chars: a longer text (pasted) keeps its first max_chars
+    characters, and a translated note says so. (Streamlit's own limit would drop the
+    whole paste without a word, so the box gets none and the limit is ours.)"""
     key = state.qualify(name)
     codec = text_codec(max_chars)
     state.initial(key, default, codec, label)
-    value = st.text_input(label, key=key, max_chars=max_chars, help=help) or ""
+    st.text_input(label, key=key, help=help, on_change=_text_changed,
+                  args=(key, max_chars, False))
+    _text_note(key)
+    value = st.session_state[key] or ""
     state.write_url(key, value, default, codec)
     return value.strip()[:max_chars]
+
+
+def _text_changed(key: str, limit: int, refuse: bool) -> None:
+    """A text longer than `limit`: its first `limit` characters, or (refuse) the text the
+    box held before; the note says which, in the run that follows."""
+    typed = st.session_state.get(key) or ""
+    if len(typed) <= limit:
+        return
+    if refuse:
+        st.session_state[key] = st.session_state.get(_last_key(key), "")
+        st.session_state[_note_key(key)] = ("input.too_long", len(typed), limit)
+    else:
+        st.session_state[key] = typed[:limit]
+        st.session_state[_note_key(key)] = ("input.text_cut", len(typed), limit)
+
+
+def _text_note(key: str) -> None:
+    found = st.session_state.pop(_note_key(key), None)
+    if found is not None:
+        message, length, limit = found
+        extra = " " + t("input.kept_last") if message == "input.too_long" else ""
+        st.warning(t(message, n=length, limit=limit) + extra, icon=":material/warning:")
 
 
 # --- Matrices and vectors ----------------------------------------------------------------
@@ -141,7 +249,7 @@ def matrix_input(
 
     rows=None means a vector of len(default); an int fixes the row count; (lo, hi)
     allows a variable number of rows. With sliders, slider_labels names each component
-    (row by row), e.g. ["q₁", "q₂"] or ["苹果 · edible", ...]: a learner and a screen
+    (row by row), e.g. ["q[0]", "q[1]"] or ["苹果 · edible", ...]: a learner and a screen
     reader need to know what each slider moves.
     """
     vector = rows is None
@@ -149,10 +257,12 @@ def matrix_input(
     cols = len(grid[0])
     key = state.qualify(name)
     default_text = format_matrix(grid, vector=vector)
-    max_chars = 2000
+    max_chars = MAX_TEXT
     state.initial(key, default_text, text_codec(max_chars), label)
     text_value = st.text_input(label, key=key, help=help or t("input.format_help"),
-                               max_chars=max_chars)
+                               on_change=_text_changed, args=(key, max_chars, True))
+    _text_note(key)
+    st.session_state[_last_key(key)] = text_value
     if not vector:
         _format_note_once()  # below the box, so boxes side by side stay aligned
     state.write_url(key, text_value, default_text, text_codec(max_chars))
@@ -188,7 +298,7 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     cols = len(grid[0])
     for row in range(len(grid)):
         # One row of columns per matrix row: on a phone the columns stack, and the sliders
-        # then still read row by row (W[1,1], W[1,2], W[2,1] ...).
+        # then still read row by row (W[0,0], W[0,1], W[1,0] ...).
         for col, column in enumerate(st.columns(cols)):
             index = row * cols + col
             slider_key = f"_{key}{state.PRIVATE}{index}"
@@ -201,10 +311,11 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
 
 
 def _component_label(index: int, cols: int, vector: bool) -> str:
-    """Fallback names: component 1, 2 ... or (row, column), counted from 1."""
+    """Fallback names: component 0, 1 ... or (row, column), counted from 0 as PyTorch
+    counts."""
     if vector:
-        return t("input.component", i=index + 1)
-    return t("input.cell", r=index // cols + 1, c=index % cols + 1)
+        return t("input.component", i=index)
+    return t("input.cell", r=index // cols, c=index % cols)
 
 
 def _slider_moved(key: str, index: int, cols: int, vector: bool) -> None:

@@ -6,8 +6,8 @@
 
 By default every step is shown (a learner reading alone). "Step by step" starts at
 step 1; "next" / "back" (or the keys N and B) move one step; "all" shows everything
-again. The step is part of the URL ("softmax.hand.step=2"), so a shared link opens at
-the same step.
+again. After a move the page scrolls to the step (ui/presenter.py). The step is part
+of the URL ("softmax.hand.step=2"), so a shared link opens at the same step.
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ class Stepper:
 
     def _draw_controls(self) -> None:
         total, now = len(self.labels), self.current
-        with st.container(horizontal=True, vertical_alignment="center"):
+        # Keyed, so the browser code (ui/presenter.py) finds the walk a key moved.
+        with st.container(horizontal=True, vertical_alignment="center",
+                          key=f"_{self.key}{state.PRIVATE}controls"):
             if now == ALL:
                 st.button(t("kit.step_start"), key=f"_{self.key}~start",
                           icon=":material/slideshow:", on_click=self._go, args=(1,))

@@ -96,6 +96,39 @@ def test_a_bad_link_value_falls_back_to_the_default_with_one_note(params):
     assert note == EN["input.bad_link"].format(name=name)
 
 
+def _warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.main.warning]
+
+
+def test_a_number_box_clamps_or_keeps_its_value_and_says_which_in_the_learners_language():
+    """Streamlit's box would keep showing 12 while the page used 3 (its English tooltip
+    the only word), and would turn an unreadable entry (letters, 1e309: None here, as
+    the browser sends it) into its minimum silently."""
+    zh = catalogue("zh")
+    at = _run(_inputs, lang="zh")
+    at.number_input("softmax.n").set_value(12).run()  # its range is 1 to 9
+    assert at.number_input("softmax.n").value == 9 and at.query_params["softmax.n"] == "9"
+    assert "values 9 0.5" in page_text(at)
+    assert _warnings(at) == [zh["input.number_clamped"].format(name="N", lo=1, hi=9,
+                                                               typed=12, used=9)]
+    at.number_input("_softmax.x~n").set_value(None).run()  # the exact box beside a slider
+    assert at.number_input("_softmax.x~n").value == 0.5 and "values 9 0.5" in page_text(at)
+    assert _warnings(at) == [zh["input.number_missing"].format(name="X", used="0.5")]
+    at.number_input("softmax.n").set_value(2.5).run()  # a box of whole numbers
+    assert _warnings(at) == [zh["input.number_whole"].format(name="N", typed=2.5, used=3)]
+    at.number_input("softmax.n").set_value(4).run()  # a good value: no note left over
+    assert _warnings(at) == [] and "values 4 0.5" in page_text(at)
+
+
+def test_a_text_longer_than_its_limit_keeps_its_first_part_and_says_so():
+    at = _run(_inputs)
+    at.text_input("softmax.w").input("abcdefghijkl").run()  # 12 characters, limit 8
+    assert at.text_input("softmax.w").value == "abcdefgh"
+    assert "values 3 0.5 a True abcdefgh" in page_text(at)
+    assert at.query_params["softmax.w"] == "abcdefgh"
+    assert _warnings(at) == [EN["input.text_cut"].format(n=12, limit=8)]
+
+
 # --- matrix_input --------------------------------------------------------------------------
 def _matrix():
     import streamlit as st
@@ -408,6 +441,18 @@ def test_only_listed_namespaces_and_globals_are_shared_between_stages():
     at.run()
     assert "on kv_cache: h=2 q=2, 2" in page_text(at)  # h: kv_cache's own default
     assert at.session_state["lang"] == "en"  # a global, kept although the URL lost it
+
+
+def test_reset_clears_this_stages_inputs_and_the_shared_ones_it_shows_and_nothing_else():
+    """Back to the defaults: the stage's own value and the hand example it shows (shared on
+    purpose); kept: another stage's value, the language, and the open rest of the page."""
+    at = _run(_two_stages, params={"multi_head.h": "4", "hand.q": "2, 2",
+                                   "multi_head.more": "true"}, state={"kv_cache.h": 6})
+    assert "on multi_head: h=4 q=2, 2" in page_text(at)
+    at.sidebar.button("_reset_page").click().run()
+    assert "on multi_head: h=2 q=1, 0" in page_text(at)
+    assert dict(at.query_params) == {"lang": "en", "multi_head.more": "true"}
+    assert at.session_state["kv_cache.h"] == 6
 
 
 def test_qualify_and_is_shared():

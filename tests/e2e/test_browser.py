@@ -253,3 +253,65 @@ def test_language_switch(server: Server, new_tab) -> None:
     assert tab.page.locator('[data-testid="stException"]').count() == 0
     assert tab.console_errors() == [], tab.console_errors()
 
+
+
+# --- (5): presenter view at a projector's 1280 x 720, from the keyboard alone ------------
+PROJECTOR = {"width": 1280, "height": 720}
+# Below presenter view's bar, which itself is at the top of the screen, and above the
+# screen's bottom edge.
+ON_SCREEN = """el => {
+  const bar = document.querySelector('.st-key-presenter_bar').getBoundingClientRect();
+  const box = el.getBoundingClientRect();
+  return Math.abs(bar.top) < 5 && box.top >= bar.bottom - 2 && box.bottom <= innerHeight;
+}"""
+# The numbers under discussion (inputs, slider values, a step's result, chart axes):
+# the smallest computed font size of each kind present.
+SMALLEST_TYPE = """() => Object.fromEntries(Object.entries({
+  input: '[data-testid="stMain"] input',
+  slider: '[data-testid="stSliderThumbValue"]',
+  result: '[data-testid="stMain"] p code',
+  axis: '[data-testid="stMain"] .xtick text, [data-testid="stMain"] .ytick text',
+}).map(([kind, selector]) => [kind, Math.min(...[...document.querySelectorAll(selector)]
+  .map(el => parseFloat(getComputedStyle(el).fontSize)))]))"""
+
+
+def wait_on_screen(tab: Tab, locator) -> None:
+    locator.wait_for()
+    tab.page.wait_for_function(ON_SCREEN, arg=locator.element_handle(), timeout=TIMEOUT_MS)
+
+
+def test_presenter_view_walks_a_stage_from_the_keyboard(server: Server, new_tab) -> None:
+    """N starts and walks the worked example, B goes back, M presses Continue: each time
+    the page scrolls so that what changed is on screen below the bar, which stays at
+    the top. Edits replace the address, so Back leaves the page in one press. The
+    numbers on screen are at least 18 px."""
+    stage = next((s for s in STAGES if s.id == "scaling"), None)
+    if stage is None:
+        pytest.skip("the scaling page is not built")
+    en = catalogue("en")
+    tab = new_tab()
+    page = tab.page
+    page.set_viewport_size(PROJECTOR)
+    page.goto(page_url(server, stage, "en") + "&present=true")
+    wait_ready(tab, title(stage, "en"))
+    entries = page.evaluate("history.length")
+    sizes = page.evaluate(SMALLEST_TYPE)
+    assert all(sizes[kind] >= 18 for kind in ("input", "slider", "result")), sizes
+    assert not sizes["axis"] < 18, sizes  # Infinity: no chart on this screen
+
+    labels = [en[f"scaling.step_{k}"] for k in ("scores", "scaled", "softmax")]
+    for key, step in (("n", 1), ("n", 2), ("n", 3), ("b", 2)):
+        page.keyboard.press(key)
+        page.wait_for_url(re.compile(rf"[?&]scaling\.hand\.step={step}(&|$)"))
+        wait_ready(tab)
+        wait_on_screen(tab, page.locator(f"{MAIN} strong").get_by_text(
+            f"{step} · {labels[step - 1]}", exact=True))
+
+    page.keyboard.press("m")  # Continue
+    page.wait_for_url(re.compile(r"[?&]scaling\.more=true(&|$)"))
+    wait_ready(tab)
+    wait_on_screen(tab, page.locator(f"{MAIN} h3").get_by_text(en["scaling.why_title"],
+                                                                exact=True))
+    assert page.evaluate("history.length") == entries  # 5 new addresses, no new entry
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert tab.console_errors() == [], tab.console_errors()
