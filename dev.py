@@ -7,7 +7,8 @@
     python3.11 dev.py bench    # set up (first time), print the rerun-cost benchmark
 
 Set-up is idempotent: it creates .venv and installs the pinned requirements once, and
-again only when a requirements file changes.
+again only when a requirements file changes. `run`, `class` and `bench` install what the
+app needs (requirements.txt); `test` adds the test tools (requirements-dev.txt).
 """
 
 from __future__ import annotations
@@ -22,32 +23,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-PYTHON = VENV / "bin" / "python"
-STAMP = VENV / ".installed"
-REQUIREMENTS = ("requirements.txt", "requirements-dev.txt")
+# venv's layout: bin/python, or Scripts\python.exe on Windows.
+PYTHON = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+APP = ("requirements.txt",)  # what the app needs: run, class, bench
+DEV = ("requirements.txt", "requirements-dev.txt")  # and the test tools: test
+STAMPS = {APP: VENV / ".installed-app", DEV: VENV / ".installed-dev"}
 
 
-def _requirements_digest() -> str:
+def _digest(names: tuple[str, ...]) -> str:
     digest = hashlib.sha256()
-    for name in REQUIREMENTS:
+    for name in names:
         digest.update((ROOT / name).read_bytes())
     return digest.hexdigest()
 
 
-def setup() -> None:
+def _installed(names: tuple[str, ...]) -> bool:
+    stamp = STAMPS[names]
+    return PYTHON.exists() and stamp.exists() and stamp.read_text() == _digest(names)
+
+
+def setup(names: tuple[str, ...] = APP) -> None:
+    """.venv with the pinned requirements `names` (the last file of the tuple is the one
+    installed; requirements-dev.txt includes requirements.txt). Nothing to do when they
+    are installed and unchanged."""
     if sys.version_info[:2] != (3, 11):
         sys.exit(f"tinyformer needs Python 3.11 (this is {sys.version.split()[0]}).")
-    wanted = _requirements_digest()
-    if STAMP.exists() and STAMP.read_text() == wanted and PYTHON.exists():
+    if _installed(names):
         return
     if not PYTHON.exists():
         print("Creating .venv …", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print("Installing the pinned requirements (first time only) …", flush=True)
+    print(f"Installing the pinned packages of {names[-1]} (first time only; PyTorch is "
+          "large, so this can take several minutes) …", flush=True)
     pip = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "-r", str(ROOT / "requirements-dev.txt")], check=True)
-    STAMP.write_text(wanted)
+    subprocess.run([*pip, "-r", str(ROOT / names[-1])], check=True)
+    STAMPS[names].write_text(_digest(names))
+    if names == DEV:  # the app's requirements came with them
+        STAMPS[APP].write_text(_digest(APP))
 
 
 def _exec(*args: str) -> None:
@@ -85,7 +98,7 @@ def main() -> None:
     if extra and args.command == "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
-    setup()
+    setup(DEV if args.command == "test" else APP)
     if args.command == "run":
         _exec("-m", "deploy.serve", "--port", str(args.port), "--address", args.address,
               *(["--cold"] if args.cold else []))
