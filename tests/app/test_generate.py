@@ -143,8 +143,6 @@ def test_choice_exercise_then_the_rows_each_step_computes():
     reveal(at, "generate.rows", 0)
     assert len(at.success) == 2  # the exercise and the equal-logits note
     assert "[15 × 16]" in page_text(at) and "14 · 商 ★" in page_text(at)  # one new row
-    reveal(at, "generate.rows", 2)
-    assert len(at.warning) == 1
 
 
 def test_number_exercise_counts_rows_then_why_then_the_work(trained):
