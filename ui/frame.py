@@ -26,7 +26,7 @@ from streamlit.navigation.page import StreamlitPage
 from ui import a11y, class_session, classroom, exercise, handout, presenter, state
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
-from ui.i18n import LANG_NAMES, LANGS, lang_from_locale, t
+from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, t
 from ui.inputs import choice
 from ui.page import DEVICE, link_to, st_page, stage_label
 from ui.stages import (
@@ -184,7 +184,8 @@ def _sidebar(stage: Stage, bar: _Bar | None):
 
 
 def _keys_help() -> str:
-    return f"{t('kit.presenter_help')} {t('kit.presenter_key_continue')}"
+    gap = "" if current_lang() == "zh" else " "  # no space after a Chinese full stop
+    return f"{t('kit.presenter_help')}{gap}{t('kit.presenter_key_continue')}"
 
 
 def _reset_button(stage: Stage) -> None:
