@@ -44,12 +44,15 @@ _CSS = """<style>
 [data-testid="stMain"] .js-plotly-plot .g-ytitle text,
 [data-testid="stMain"] .js-plotly-plot .cbaxis text,
 [data-testid="stMain"] .js-plotly-plot .legendtext { font-size: 18px !important; }
-/* The bar stays one row at 1280 px: a long title wraps inside its own space (two
-   lines at most) instead of pushing the buttons onto a second row. */
-.st-key-presenter_bar { flex-wrap: nowrap !important; }
-.st-key-presenter_bar > [data-testid="stElementContainer"]:has(h1) { min-width: 0;
-  flex: 1 1 0; }
-.st-key-presenter_bar h1 { font-size: 1.9rem !important; line-height: 1.2; }
+/* The bar stays one row on a projector (1280 px): a long title wraps inside its own
+   space (two lines at most) instead of pushing the buttons onto a second row. A
+   narrower screen lets the bar wrap as before. */
+@media (min-width: 1100px) {
+  .st-key-presenter_bar { flex-wrap: nowrap !important; }
+  .st-key-presenter_bar > [data-testid="stElementContainer"]:has(h1) { min-width: 0;
+    flex: 1 1 0; }
+  .st-key-presenter_bar h1 { font-size: 1.9rem !important; line-height: 1.2; }
+}
 </style>"""
 
 _JS = """<script>
