@@ -63,21 +63,6 @@ def test_defaults_show_the_worked_numbers(lang: str) -> None:
     assert "536,870,912" in text  # 32·8·128·4096·2·2: half of Llama-3-8B's 1 GiB
 
 
-def test_the_loop_of_stage_10_2_without_and_with_the_cache(lang: str) -> None:
-    loop = cached_or_recomputed(TinyDecoder.seeded(7), [3, 8, 12, 5, 17, 42, 23, 6], 5)
-    at = open_page(PAGE, lang)
-    assert not tables(at)  # the table answers the exercise: not before it
-    reveal(at, "kv_cache.reuse", 0)
-    assert len(at.success) == 1
-    table = tables(at)[0]
-    assert table.values.tolist() == [["0–7", "8", "8"], ["0–8", "9", "1"], ["0–9", "10", "1"],
-                                     ["0–10", "11", "1"], ["0–11", "12", "1"]]
-    assert list(table.index) == [catalogue(lang)["kv_cache.step_row"].format(k=k)
-                                 for k in range(1, 6)]
-    text = page_text(at)
-    assert f"**`{' '.join(map(str, loop.new))}`**" in text  # the same new tokens as 10.2
-    assert " 50 " in text and " 12 " in text  # keys computed without / with the cache
-
 def test_edits_change_every_number() -> None:
     at = open_page(PAGE, state=ANSWERED)
     at.number_input("kv_cache.L").set_value(2).run()
@@ -145,8 +130,22 @@ def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> 
     assert LLAMA3 in page_text(at)
 
 
-def test_exercises_in_both_languages(lang: str) -> None:
+def test_exercises_come_first(lang: str) -> None:
+    """The loop's table after 'reuse', the calculator after 'stored', its worked steps
+    after 'longer'."""
+    loop = cached_or_recomputed(TinyDecoder.seeded(7), [3, 8, 12, 5, 17, 42, 23, 6], 5)
     at = open_page(PAGE, lang)
+    assert not tables(at)  # the table answers the exercise: not before it
+    reveal(at, "kv_cache.reuse", 0)
+    assert len(at.success) == 1
+    table = tables(at)[0]
+    assert table.values.tolist() == [["0–7", "8", "8"], ["0–8", "9", "1"], ["0–9", "10", "1"],
+                                     ["0–10", "11", "1"], ["0–11", "12", "1"]]
+    assert list(table.index) == [catalogue(lang)["kv_cache.step_row"].format(k=k)
+                                 for k in range(1, 6)]
+    text = page_text(at)
+    assert f"**`{' '.join(map(str, loop.new))}`**" in text  # the same new tokens as 10.2
+    assert " 50 " in text and " 12 " in text  # keys computed without / with the cache
     steps = catalogue(lang)["kv_cache.ex2_steps"].format(total="2,147,483,648", gib="2 GiB")
     assert steps not in page_text(at)  # the worked steps only after answering
     assert "H_{kv}" not in page_text(at)  # the calculator's formula answers "stored"

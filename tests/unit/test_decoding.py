@@ -155,12 +155,9 @@ def test_the_cache_computes_only_the_new_rows_and_changes_no_logit(model) -> Non
     assert [s.read for s in loop.steps] == [8, 9, 10, 11, 12]
     assert [s.rows_recomputed for s in loop.steps] == [8, 9, 10, 11, 12]
     assert [s.rows_cached for s in loop.steps] == [8, 1, 1, 1, 1]
-    ids = list(ARTICLE_IDS)
-    for step in loop.steps:  # the recomputed logits are a plain forward pass's
-        logits = model(torch.tensor(ids))[0][0, -1].detach()
-        assert step.chosen == int(logits.argmax())
-        ids.append(step.chosen)
-    assert 0 <= max(s.logit_gap for s in loop.steps) < 1e-5  # float rounding only
+    # The uncached run is full forward passes (test_greedy_is_argmax_of_a_full_forward_pass
+    # _each_step): its logits agree with the cached ones up to float rounding.
+    assert 0 <= max(s.logit_gap for s in loop.steps) < 1e-5
 
 
 def test_the_cached_loop_refuses_what_generate_refuses(model) -> None:
