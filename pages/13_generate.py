@@ -156,7 +156,7 @@ with shown_errors():
                                            if n_new > ANSWER_LENGTH else ""))
     one_step(cmp, tokens, n, n_new, layers, heads)
     full = cmp.recomputed
-    section(t("generate.work_title"))
+    section(t("generate.work_title"), folded=True)  # where no earlier fold ended the page
     total = number_exercise("total", t("generate.ex2_question", n=n, m=n_new),
                             full.cumulative[-1].positions,
                             t("generate.ex2_steps", terms=" + ".join(
