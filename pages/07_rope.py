@@ -116,10 +116,13 @@ def shifted(q, k, a: float, b: float, pair: pos.PairRotation) -> None:
     st.caption(t("rope.relative_note", diff=short(b - a)))
 
 
-# Where RoPE sits in an attention layer: q and k are turned after their projections, v never.
-FLOW = (r"\begin{aligned} x_p &\xrightarrow{\;W_q\;} x_pW_q \xrightarrow{\;R_p\;} q_p \\ "
-        r"x_p &\xrightarrow{\;W_k\;} x_pW_k \xrightarrow{\;R_p\;} k_p \\ "
-        r"x_p &\xrightarrow{\;W_v\;} x_pW_v = v_p \end{aligned}")
+# Where RoPE sits in an attention layer: q and k are turned after their projections; v
+# takes the same path without the turn (an arrow with no R_p).
+FLOW = (r"\begin{array}{ccccc} "
+        r"x_p & \xrightarrow{\;W_q\;} & x_pW_q & \xrightarrow{\;R_p\;} & q_p \\ "
+        r"x_p & \xrightarrow{\;W_k\;} & x_pW_k & \xrightarrow{\;R_p\;} & k_p \\ "
+        r"x_p & \xrightarrow{\;W_v\;} & x_pW_v & \xrightarrow{\phantom{\;R_p\;}} & v_p "
+        r"\end{array}")
 
 
 def where_it_acts() -> None:

@@ -91,8 +91,8 @@ def test_defaults_show_the_worked_numbers(default_page) -> None:
     assert "q·k = 1.000" in text  # nothing turned
     assert "[1.0000, 0.1000, 0.0100, 0.0010]" in text  # θ_i = 10000^(-2i/8)
     assert len(default_page.success) == 1  # moving both by 0° changes nothing
-    assert r"x_pW_q \xrightarrow{\;R_p\;} q_p" in text  # RoPE acts on q and k ...
-    assert r"x_pW_v = v_p" in text  # ... never on v
+    assert r"x_pW_q & \xrightarrow{\;R_p\;} & q_p" in text  # RoPE acts on q and k ...
+    assert r"x_pW_v & \xrightarrow{\phantom{\;R_p\;}} & v_p" in text  # ... never on v
     assert "10.3" in text  # cached keys are stored turned: the K/V cache is stage 10.3
 
 
