@@ -18,6 +18,7 @@ from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
 X_DEFAULT = (1, 3, 0, 4, 2, -1)  # the first d numbers are the default x
@@ -146,7 +147,7 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                 cmp.rms_no_eps.normalized]
         names = [f"{n} x̂ · {t('residual_norm.' + w)}" for n in ("LayerNorm", "RMSNorm")
                  for w in ("with_eps", "without_eps")]
-        st.table(matrix_frame(torch.stack(rows), [f"x̂[{i}]" for i in range(d)], names))
+        table(matrix_frame(torch.stack(rows), [f"x̂[{i}]" for i in range(d)], names))
         for name, effect, by in (("layer", cmp.layer_eps_effect, ln.std),
                                  ("rms", cmp.rms_eps_effect, rn.rms)):
             if math.isnan(effect):  # 0/0 without epsilon

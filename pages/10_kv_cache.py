@@ -26,6 +26,7 @@ from ui.inputs import choice, number
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 BYTES = {1: "int8, FP8", 2: "FP16, BF16", 4: "FP32"}  # bytes per number: number formats
 SYMBOLS = r"L \times H_{kv} \times d_{head} \times N \times 2 \times b"
@@ -102,7 +103,7 @@ def from_the_loop() -> None:
     if not answered:
         after_answer()
         return
-    st.table(pd.DataFrame(  # one row per step, named by it (no 0-based row number beside it)
+    table(pd.DataFrame(  # one row per step, named by it (no 0-based row number beside it)
         [[f"0–{s.read - 1}", str(s.rows_recomputed), str(s.rows_cached)] for s in loop.steps],
         index=[t("kv_cache.step_row", k=k) for k in range(1, len(loop.steps) + 1)],
         columns=[t(f"kv_cache.col_{c}") for c in ("read", "without", "with")]))
@@ -166,7 +167,7 @@ def calculator() -> None:
     ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
     st.markdown(t("kv_cache.compare_note", ratio=str(ratio), w=f"{MISTRAL.window:,}",
                   m=f"{caches[MISTRAL.name].seq_len:,}"))
-    st.table(pd.DataFrame(  # narrow columns, so that a phone shows them all; rows by model
+    table(pd.DataFrame(  # narrow columns, so that a phone shows them all; rows by model
         [[p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes)]
          for p in PRESETS.values()], index=list(PRESETS),
         columns=[t(f"kv_cache.col_{c}") for c in ("layers", "q", "kv", "hd", "bytes")]))
