@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from tinyformer.lessons.token_batch import position_ids
+from tinyformer.masks import position_ids
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
 from ui import explain
 from ui.corpus import corpus_text

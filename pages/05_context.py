@@ -115,7 +115,8 @@ def input_rows(cmp: ContextComparison) -> None:
 def reads(cmp: ContextComparison) -> bool:
     """Section 2: 运费's weights in each question, then a contribution to compute and why
     it is a product. True once the computation is answered."""
-    a, b = cmp.a, cmp.b
+    a = cmp.a
+    b = cmp.b
     section(t("context.read_title"), folded=True)
     st.markdown(t("context.read_lead"))
     for (question, side, _), reading in zip(QUESTIONS, (a, b), strict=True):
@@ -135,7 +136,8 @@ def reads(cmp: ContextComparison) -> bool:
 
 def outputs(cmp: ContextComparison) -> None:
     """Sections 3 and 4: 运费's output word by word in each question, and the difference."""
-    a, b = cmp.a, cmp.b
+    a = cmp.a
+    b = cmp.b
     section(t("context.parts_title"))
     st.markdown(t("context.parts_lead"))
     style = diverging(a.contributions, b.contributions)

@@ -6,8 +6,7 @@ import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
-from tinyformer.lessons.padding import position_ids
-from tinyformer.masks import additive, attention_mask, causal_mask
+from tinyformer.masks import additive, attention_mask, causal_mask, position_ids
 from ui import explain
 from ui.example import PAYERS, TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise

@@ -123,7 +123,6 @@ stored = choice_exercise("stored", t("kv_cache.ex_question"),
 
 @part
 def calculator() -> None:
-    section(t("kv_cache.calc_title"))
     st.caption(t("kv_cache.symbols"))  # before the formulas below use them
     left, right = st.columns([2, 3])  # the settings, and beside them the size they give
     with left:
@@ -154,7 +153,7 @@ def calculator() -> None:
         tolerance=0.01, decimals=2)
     st.caption(t("kv_cache.batch_note"))
 
-    section(t("kv_cache.what_title"), folded=True)
+    section(t("kv_cache.what_title"))
     st.markdown(t("kv_cache.what"))
     formula(r"S_{KV} = " + SYMBOLS)
 
@@ -175,6 +174,7 @@ def calculator() -> None:
                                                    for p in PRESETS.values())))
 
 
+section(t("kv_cache.calc_title"), folded=True)  # the first part ends with the question
 if stored:  # the calculator's formula has H_kv and no query heads: the answer
     calculator()
 else:

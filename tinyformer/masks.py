@@ -25,6 +25,13 @@ def padding_mask(valid: torch.Tensor) -> torch.Tensor:
     become fully blocked, which ``scaled_dot_product_attention`` turns into zeros.
     For multi-head scores [B, H, N, N] insert the head axis: ``mask[:, None]``.
     """
+    _check_valid(valid)
+    n = valid.shape[1]
+    # expand is a view; clone so callers may edit the result without aliasing `valid`.
+    return valid[:, None, :].expand(-1, n, -1).clone()  # [B, N, N]
+
+
+def _check_valid(valid: torch.Tensor) -> None:
     if valid.dtype != torch.bool:
         raise ShapeError(
             "mask_not_bool",
@@ -37,9 +44,21 @@ def padding_mask(valid: torch.Tensor) -> torch.Tensor:
             f"valid must have shape [B, N], got {list(valid.shape)}",
             shape=list(valid.shape),
         )
-    n = valid.shape[1]
-    # expand is a view; clone so callers may edit the result without aliasing `valid`.
-    return valid[:, None, :].expand(-1, n, -1).clone()  # [B, N, N]
+
+
+def position_ids(valid: torch.Tensor) -> torch.Tensor:
+    """Position ids [B, N] (int64) from ``valid`` (bool [B, N], True = real token).
+
+    With left padding column j is not position j: a sentence padded with two slots starts
+    in column 2. A model that adds a position row must give each real token the position
+    it has in its sentence alone, or the same text would get other position rows
+    depending on its batch: a real token's id is the number of real tokens before it
+    (cumsum(valid) - 1). A padded slot gets 0: any id would do, since the padding mask
+    keeps it from being read and its output is discarded.
+    """
+    _check_valid(valid)
+    counted = valid.long().cumsum(dim=-1) - 1  # [B, N]
+    return counted.masked_fill(~valid, 0)  # [B, N]
 
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:

@@ -149,7 +149,6 @@ def test_every_stage_renders_in_both_languages(each_lang):
             assert _answers_on_screen(at) == [], stage.id
             assert _families_not_from_zero(at) == [], stage.id
         if folds:
-            first_part = len(list(at.main))
             button = at.button(key=fold_button(stage.id))
             title = texts["kit.fold_continue"].split("{title}")[0]
             assert button.label.startswith(title), stage.id
@@ -158,8 +157,8 @@ def test_every_stage_renders_in_both_languages(each_lang):
             assert_clean(at)
             assert at.query_params[f"{stage.id}.{FOLD_NAME}"] == FOLD_OPEN
             assert not [b for b in at.button if b.key == fold_button(stage.id)], stage.id
-            assert len(list(at.main)) > first_part
-            # The button names the section that starts where the first part ended.
+            # The button names the section that starts where the first part ended, now
+            # drawn (what follows it may still wait for an exercise: ui/exercise.py).
             assert button.label.removeprefix(title) in page_text(at), stage.id
 
 

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from tinyformer.errors import ShapeError
-from tinyformer.lessons.padding import position_ids
-from tinyformer.masks import attention_mask, causal_mask, combine, padding_mask
+from tinyformer.masks import attention_mask, causal_mask, combine, padding_mask, position_ids
 
 
 def test_causal_mask_reads_itself_and_the_past_only() -> None:

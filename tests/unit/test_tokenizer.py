@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyformer.errors import ParameterError, ShapeError
-from tinyformer.lessons.token_batch import position_ids
-from tinyformer.masks import padding_mask
+from tinyformer.masks import padding_mask, position_ids
 from tinyformer.positional import sinusoidal
 from tinyformer.tokenizer import (
     PAD,
@@ -121,7 +120,7 @@ def test_position_ids_follow_the_valid_flags(vocab: CharVocab) -> None:
     assert position_ids(right).tolist() == [[0, 1, 0], [0, 0, 0]]  # the column itself
     with pytest.raises(ShapeError) as err:
         position_ids(torch.ones(3, dtype=torch.bool))
-    assert err.value.key == "batch_valid_shape"
+    assert err.value.key == "valid_not_2d"
 
 
 def test_lookup_matches_torch_embedding(vocab: CharVocab) -> None:

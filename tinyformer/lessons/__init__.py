@@ -16,10 +16,12 @@ Modules:
 - corpus: the customer-service questions, their answers and the held-out split
 - decoding: the LM head (tied or not) and ``generate``, the token-by-token loop
 - example: the running example's sentences and word tokens, defined once
+- ffn_width: why a SwiGLU FFN is about 8/3 · d wide
 - forward_pass: a TinyDecoder run as an ordered walk of its intermediates
 - gqa: grouped-query attention on one example
 - kv_cache: the K/V cache's size, and what GQA and MQA save
 - limits: the classroom server's limits on the models a request may build
+- norm_placement: Pre-Norm against Post-Norm at initialisation: the gradient per block
 - probe: looking inside the trained model: its attention, its answer, where it looked
 - projection: Q, K and V as three projections of the same rows
 - scaling: why scores are divided by sqrt(d_k), by hand and by experiment
