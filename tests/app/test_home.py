@@ -157,6 +157,7 @@ def test_every_stage_renders_in_both_languages(each_lang):
             assert_clean(at)
             assert at.query_params[f"{stage.id}.{FOLD_NAME}"] == FOLD_OPEN
             assert not [b for b in at.button if b.key == fold_button(stage.id)], stage.id
+            assert _answers_on_screen(at) == [], stage.id  # in Chinese too, whole
             # The button names the section that starts where the first part ended, now
             # drawn (what follows it may still wait for an exercise: ui/exercise.py).
             assert button.label.removeprefix(title) in page_text(at), stage.id
