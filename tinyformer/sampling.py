@@ -83,6 +83,8 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
     """Draw one token id from probs [V] with torch.multinomial and this generator.
 
     The generator must live on probs' device; a seeded generator makes draws repeatable.
+    Raises probs_not_1d, or probs_invalid (negative, not finite, or all zero: torch would
+    raise "probability tensor contains either inf, nan or element < 0").
     """
     if probs.dim() != 1:
         raise ParameterError(
@@ -90,7 +92,13 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
             f"sample needs one distribution [V], got shape {list(probs.shape)}",
             shape=list(probs.shape),
         )
+    _check_probs(probs)
     return int(torch.multinomial(probs, 1, generator=generator).item())
+
+
+def _check_probs(probs: torch.Tensor) -> None:
+    if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()) or probs.sum() <= 0:
+        raise ParameterError("probs_invalid", "probabilities must be finite, >= 0, not all 0")
 
 
 class Draws(NamedTuple):
@@ -117,8 +125,7 @@ def draw_counts(probs: torch.Tensor, n: int, seed: int) -> Draws:
             f"draw_counts needs one distribution [V], got shape {list(probs.shape)}",
             shape=list(probs.shape),
         )
-    if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()) or probs.sum() <= 0:
-        raise ParameterError("probs_invalid", "probabilities must be finite, >= 0, not all 0")
+    _check_probs(probs)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_DRAWS:
         raise ParameterError(
             "draws_invalid", f"draw between 1 and {MAX_DRAWS} times, got {n}",
@@ -171,19 +178,28 @@ def long_tail(top: tuple[float, ...], vocab: int) -> LongTail:
 ARTICLE_TAIL = long_tail((0.35, 0.20, 0.08), 100_000)
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _check_settings(
     logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None
 ) -> None:
-    if math.isnan(temperature) or temperature < 0:
+    # A value of the wrong kind (text, a bool) gets the same keyed error as one out of
+    # range, never a TypeError from the comparison.
+    if not _is_number(temperature) or math.isnan(temperature) or temperature < 0:
         raise ParameterError(
             "temperature_negative",
-            f"temperature must be >= 0 (0 = greedy), got {temperature}",
-            temperature=temperature,
+            f"temperature must be >= 0 (0 = greedy), got {temperature!r}",
+            temperature=str(temperature),
         )
-    if top_k is not None and top_k < 1:
-        raise ParameterError("top_k_invalid", f"top_k must be >= 1, got {top_k}", top_k=top_k)
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ParameterError("top_p_invalid", f"top_p must be in (0, 1], got {top_p}", top_p=top_p)
+    if top_k is not None and (not _is_number(top_k) or not float(top_k).is_integer()
+                              or top_k < 1):
+        raise ParameterError("top_k_invalid", f"top_k must be a whole number >= 1, got "
+                             f"{top_k!r}", top_k=str(top_k))
+    if top_p is not None and (not _is_number(top_p) or not 0 < top_p <= 1):
+        raise ParameterError("top_p_invalid", f"top_p must be in (0, 1], got {top_p!r}",
+                             top_p=str(top_p))
     if logits.numel() == 0:
         raise ParameterError("logits_empty", "logits must contain at least one value")
     if not bool(torch.isfinite(logits).all()):

@@ -99,6 +99,14 @@ def test_batched_logits_filter_each_row(gen: torch.Generator) -> None:
         ([1.0, 2.0], {"top_k": 0}, "top_k_invalid"),
         ([1.0, 2.0], {"top_p": 0.0}, "top_p_invalid"),
         ([1.0, 2.0], {"top_p": 1.5}, "top_p_invalid"),
+        # values of the wrong kind: the same keyed errors, never a TypeError
+        ([1.0, 2.0], {"temperature": "0.5"}, "temperature_negative"),
+        ([1.0, 2.0], {"temperature": True}, "temperature_negative"),
+        ([1.0, 2.0], {"top_k": 2.5}, "top_k_invalid"),
+        ([1.0, 2.0], {"top_k": math.inf}, "top_k_invalid"),
+        ([1.0, 2.0], {"top_k": "2"}, "top_k_invalid"),
+        ([1.0, 2.0], {"top_p": math.nan}, "top_p_invalid"),
+        ([1.0, 2.0], {"top_p": "0.5"}, "top_p_invalid"),
         ([1.0, math.nan], {}, "logits_not_finite"),
         ([1.0, math.inf], {}, "logits_not_finite"),
         ([], {}, "logits_empty"),
@@ -132,6 +140,16 @@ def test_sample_rejects_a_batch() -> None:
     with pytest.raises(ParameterError) as err:
         sample(torch.ones(2, 3) / 3, None)
     assert err.value.key == "probs_not_1d"
+
+
+@pytest.mark.parametrize("probs", [[0.5, math.nan, 0.5], [0.5, math.inf, 0.5], [1.1, -0.1, 0.0],
+                                   [0.0, 0.0, 0.0]])
+def test_sample_refuses_what_torch_multinomial_would_crash_on(probs: list[float]) -> None:
+    """torch raises 'probability tensor contains either inf, nan or element < 0' (or
+    a RuntimeError for all zeros); a page gets a keyed, translated message instead."""
+    with pytest.raises(ParameterError) as err:
+        sample(torch.tensor(probs), torch.Generator().manual_seed(0))
+    assert err.value.key == "probs_invalid"
 
 
 logit_lists = st.lists(st.floats(-20, 20, allow_nan=False), min_size=2, max_size=12)
