@@ -10,8 +10,8 @@ from tinyformer.lessons.cache_work import (
     compare_cache,
     question_prompt,
 )
-from tinyformer.lessons.train import ANSWER_LENGTH
-from ui import explain
+from tinyformer.lessons.train import ANSWER_LENGTH, TrainedModel
+from ui import explain, training
 from ui.charts import lines
 from ui.example import PAYERS, Q1, Q1_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
@@ -19,7 +19,6 @@ from ui.figures import diverging, heatmap
 from ui.fmt import num
 from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
-from ui.models import shipped_model
 from ui.notes import shown_errors
 from ui.page import device_name, fold, part, section
 
@@ -29,9 +28,11 @@ COLUMNS = ("token", "pos_c", "pos_f", "kv_c", "kv_f", "ma_c", "ma_f", "sum_c", "
 
 
 @st.cache_resource(max_entries=32)  # typed questions x lengths: bounded
-def run(device: str, question: str, n_new: int) -> CacheComparison:
-    trained = shipped_model(device)
-    return compare_cache(trained.model, question_prompt(trained, question), n_new)
+def run(device: str, model: str, question: str, n_new: int,
+        _trained: TrainedModel) -> CacheComparison:
+    """`model` names `_trained` (SHIPPED, or a learner's settings: the same settings train
+    the same weights on this machine, so the name is the cache's key for it)."""
+    return compare_cache(_trained.model, question_prompt(_trained, question), n_new)
 
 
 def kv_maps(att, head: int, k: int, tokens: list[str], n: int, gap: float, cached: bool) -> None:
@@ -137,6 +138,7 @@ def work_table(cmp: CacheComparison, tokens: list[str], n: int, n_new: int) -> N
 
 
 device = device_name()
+shown = training.model_choice(device)
 left, right = st.columns([3, 2], vertical_alignment="bottom")
 with left:
     asked = text("q", t("generate.q"), Q1, MAX_CHARS, help=t("generate.q_help"))
@@ -144,14 +146,15 @@ with right:
     n_new = number("n", t("generate.n"), 1, MAX_GREEDY_TOKENS, ANSWER_LENGTH, gesture="slider")
 gloss(Q1_WORDS + PAYERS[:2])
 with shown_errors():
-    cmp = run(device, asked, n_new)
-    trained = shipped_model(device)
+    cmp = run(device, shown.key, asked, n_new, shown.trained)
+    trained = shown.trained
     n = len(cmp.cached.prompt)
     layers = trained.model.layers
     heads = trained.model.heads
     tokens = [trained.vocab.tokens[i] for i in cmp.cached.prompt + cmp.cached.new_ids]
     st.markdown(t("generate.result", question="".join(tokens[:n]),
-                  answer="".join(tokens[n:]), device=device.upper()))
+                  answer="".join(tokens[n:]), device=device.upper(),
+                  model=t("generate.by_yours" if shown.mine else "generate.by_shipped")))
     st.caption(t("generate.not_advice") + (" " + t("generate.beyond", m=ANSWER_LENGTH)
                                            if n_new > ANSWER_LENGTH else ""))
     one_step(cmp, tokens, n, n_new, layers, heads)

@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons.probe import Inspection, probe
-from ui import explain
+from tinyformer.lessons.train import TrainedModel
+from ui import explain, training
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
@@ -14,7 +15,6 @@ from ui.fmt import num
 from ui.headings import subsection
 from ui.i18n import t
 from ui.inputs import choice, text
-from ui.models import shipped_model
 from ui.notes import shown_errors
 from ui.page import device_name, part, section
 from ui.state import kit_key
@@ -25,8 +25,10 @@ QUESTIONS = (("q1", Q1), ("q2", Q2))
 
 
 @st.cache_resource(max_entries=64)  # typed questions: bounded
-def inspect(device: str, question: str) -> Inspection:
-    return probe(shipped_model(device), question)
+def inspect(device: str, model: str, question: str, _trained: TrainedModel) -> Inspection:
+    """`model` names `_trained` (SHIPPED, or a learner's settings: the same settings train
+    the same weights on this machine, so the name is the cache's key for it)."""
+    return probe(_trained, question)
 
 
 def positions(insp: Inspection, part: str) -> list[int]:
@@ -93,24 +95,24 @@ def every_head(found: dict[str, Inspection]) -> None:  # the question shown: thi
 
 
 device = device_name()
+shown = training.model_choice(device)
 found: dict[str, Inspection] = {}
 for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
     with column:
         asked = text(name, t(f"inside.{name}"), default, MAX_CHARS, help=t("inside.q_help"))
         with shown_errors():
-            found[name] = inspect(device, asked)
+            found[name] = inspect(device, shown.key, asked, shown.trained)
             answer(found[name])
-trained = shipped_model(device)
-s = trained.settings
-ev = trained.config["heldout"]
-st.caption(t("inside.model_facts", layers=s.layers, heads=s.heads, width=s.width,
-             steps=s.steps, train=trained.config["corpus"]["train"], right=ev["correct"],
-             n=ev["n"], device=device.upper()))
+s = shown.trained.settings
+st.caption(t("inside.model_facts_yours" if shown.mine else "inside.model_facts",
+             layers=s.layers, heads=s.heads, width=s.width, steps=shown.steps,
+             train=shown.train_questions, right=shown.right, n=shown.heldout,
+             device=device.upper()))
 extra = [w for insp in found.values() for w in (insp.example.item, insp.example.reason) if w]
 gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + tuple(extra))
 
 section(t("inside.probs_title"))
-running = inspect(device, Q1)
+running = inspect(device, shown.key, Q1, shown.trained)
 first = running.first_token
 word = running.word
 second = word.merchant / first.merchant  # P(家 | 商)

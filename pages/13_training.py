@@ -101,3 +101,4 @@ if outcome is not None:
         columns[t("training.col_shipped")] = answers(*shipped())
     st.table(pd.DataFrame(columns, index=rows))
     st.caption(t("training.table_note"))
+    st.info(t("training.use_elsewhere"), icon=":material/arrow_forward:")

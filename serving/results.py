@@ -14,7 +14,12 @@ Other learners may reuse a result while its owner still holds it: the process-wi
     shelf.keep(settings, result)            # after a finished training
     shelf.get(settings)                     # this learner's result, or None
     shelf.evicted(settings)                 # True: theirs, dropped for a newer one
+    shelf.newest_first()                    # this learner's results, newest first
     index.find(settings)                    # anyone's result still held, or None
+
+`StepTimes` remembers how long one training step of each model size took on this
+machine, so that a learner waiting for the training slot can be told roughly how long
+the trainings ahead will take.
 
 No Streamlit here (ui/training.py puts a shelf in the session state).
 """
@@ -25,7 +30,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 PER_LEARNER = 4  # results one learner keeps at once; a few MB each at most
 
@@ -101,8 +106,47 @@ class Shelf:
         """Whether this learner had a result for `key` that made room for newer ones."""
         return key in self._evicted and key not in self._kept
 
+    def newest_first(self) -> list[Hashable]:
+        """The keys of this learner's results, newest first."""
+        return list(reversed(self._kept))
+
     def __contains__(self, key: Hashable) -> bool:
         return key in self._kept
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+class TimeEstimate(NamedTuple):
+    train_s: float  # the training loop
+    extra_s: float  # what follows it (answering the held-out questions)
+
+
+class StepTimes:
+    """How long trainings took on this machine, by model size (any hashable key: the
+    settings that set a step's cost): seconds per step of the training loop, and the
+    seconds around it (building the model, answering the held-out questions), from the
+    latest training of each size. Shared by the sessions of one process, safe to use
+    from their threads."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._times: OrderedDict[Hashable, TimeEstimate] = OrderedDict()  # per step, extra
+        self.limit = max(1, limit)
+
+    def record(self, size: Hashable, seconds: float, steps: int, extra: float = 0.0) -> None:
+        """A training of this size ran `steps` steps in `seconds`, plus `extra` seconds
+        around them (ignored when it ran no step)."""
+        if steps < 1 or not seconds >= 0 or not extra >= 0:
+            return
+        with self._lock:
+            self._times.pop(size, None)
+            self._times[size] = TimeEstimate(seconds / steps, extra)
+            while len(self._times) > self.limit:
+                self._times.popitem(last=False)
+
+    def estimate(self, size: Hashable, steps: int) -> TimeEstimate | None:
+        """A training of `steps` steps of this size, as last measured; None if never."""
+        with self._lock:
+            found = self._times.get(size)
+        return None if found is None else TimeEstimate(found.train_s * steps, found.extra_s)

@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from serving.results import Index, Shelf
 from tests.app.helpers import (
     ONE_LANG,
     _walk,
@@ -24,16 +25,20 @@ from tests.app.helpers import (
     tables,
     text_above,
 )
+from tinyformer.lessons import train as tr
 from tinyformer.lessons.checkpoint import load_model
 from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
+from ui.training import model_code
 
 PAGE = "pages/13_inside.py"
 FULL_KEY = "_inside.full.open"  # the expander of every head's full table, opened on demand
 FULL_OPEN = {FULL_KEY: True}
 OTHER = "衣服破损，运费谁承担？"  # a corpus question: merchant pays
+# A learner's model from stage 13.1 (tiny: it trains in well under a second)
+YOURS = tr.TrainSettings(layers=1, heads=1, width=8, steps=12, learning_rate=0.01, seed=201)
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +135,35 @@ def test_questions_outside_the_pattern_get_one_message_and_no_answer(typed, key,
 
 
 def test_bad_link_values_fall_back_with_a_note(trained, answered):
-    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9"},
+    # A trained model is named by a link, but this learner never trained it.
+    at = open_page(PAGE, params={"inside.q1": "商" * 41, "inside.which": "q9",
+                                 "inside.model": model_code(YOURS)},
                    state={**answered, **FULL_OPEN})
     assert_clean(at)
     assert len(at.error) == 2  # one note per bad value, each question back to its default
     assert "**商家承担。**" in page_text(at)
+    assert [i.value for i in at.info if i.value == catalogue("en")["training.model_not_here"]]
+    assert "inside.model" not in at.query_params  # the shipped model: the default
+
+
+def test_the_model_the_learner_trained_can_be_chosen(answered):
+    result = tr.train(YOURS, report_every=YOURS.steps)  # one report: the last step
+    shelf = Shelf(Index())  # what stage 13.1 left in this learner's session
+    shelf.keep(YOURS, (result, []))
+    at = open_page(PAGE, params={"inside.model": model_code(YOURS)},
+                   state={**answered, "_training.shelf": shelf})
+    assert_clean(at)
+    assert at.radio("inside.model").value == model_code(YOURS)
+    text = page_text(at) + " ".join(bar_texts(at))
+    assert catalogue("en")["inside.model_facts_yours"].split("{")[0] in text
+    assert f"trained for 12 steps on {len(result.corpus.train)}" in text
+    assert f"it names the right payer {result.heldout.correct} times" in text
+    insp = probe(tr.as_trained(result), RUNNING_EXAMPLE)
+    assert f"**{insp.greedy_answer}**" in text
+    for number in expected_numbers(insp):
+        assert number in text
+    at.radio("inside.model").set_value("shipped").run()  # back to the shipped model
+    assert "**商家承担。**" in page_text(at) and "inside.model" not in at.query_params
 
 
 def test_number_exercise_chain_rule_then_why_then_the_bars(trained):

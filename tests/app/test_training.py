@@ -1,6 +1,6 @@
 """Stage 13.1 in AppTest: settings, a live training, reuse, the queue and the Stop path.
 
-Trainings here are tiny (12 steps of a 1-block, width-8 model) so each takes well under
+Trainings here are tiny (6 steps of a 1-block, width-8 model) so each takes well under
 a second of CPU. What the page sends while it runs (the live curve, the queue message)
 is recorded by wrapping DeltaGenerator.plotly_chart / .info, which placeholders call:
 AppTest itself only keeps the last state of each element. Every wait is bounded.
@@ -9,6 +9,7 @@ AppTest itself only keeps the last state of each element. Every wait is bounded.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -36,7 +37,7 @@ PAGE = "pages/13_training.py"
 TRAIN = "_training.train"
 LIMIT_S = 30.0  # the longest any test waits for a held slot to be released
 TINY = {"training.layers": "1", "training.heads": "1", "training.width": "8",
-        "training.steps": "12", "training.lr": "0.01"}
+        "training.steps": "6", "training.lr": "0.01"}
 ANSWERED = {"_training.ex.even.answered": 4.745}  # the untrained loss, beside ln V, shows then
 
 
@@ -52,7 +53,7 @@ def before_seconds(lang: str, key: str, **values) -> str:
 def tiny(seed: int) -> tuple[dict[str, str], tr.TrainSettings]:
     """Link parameters and the settings they mean; each test its own seed, so a result
     cached by another test is never mistaken for this one's."""
-    settings = tr.TrainSettings(layers=1, heads=1, width=8, steps=12, learning_rate=0.01,
+    settings = tr.TrainSettings(layers=1, heads=1, width=8, steps=6, learning_rate=0.01,
                                 seed=seed)
     return {**TINY, "training.seed": str(seed)}, settings
 
@@ -107,10 +108,11 @@ def test_training_draws_a_growing_curve_then_the_results(sent):
     assert f"**{num(tr.starting_loss(settings).heldout)}**" in page_text(at)  # the link's
     at.button(TRAIN).click().run()
     assert_clean(at)
-    assert sent["charts"] == list(range(1, 13))  # one more point at every report
-    expected = tr.train(settings, report_every=1)  # the same run, outside the page
+    assert sent["charts"] == list(range(1, 7))  # one more point at every report
+    expected, _ = at.session_state["_training.shelf"].get(settings)  # the page's own run
+    assert expected.settings == settings and expected.steps_done == 6  # the link's
     shown = page_text(at)
-    assert before_seconds("en", "training.trained", steps=12) in shown
+    assert before_seconds("en", "training.trained", steps=6) in shown
     for p in expected.history:
         assert num(p.heldout_loss) in shown and num(p.heldout_answer_loss) in shown
     ev = expected.heldout
@@ -140,21 +142,32 @@ def test_the_same_settings_reuse_the_result_in_another_session(sent):
     assert_clean(second)
     assert sent["charts"] == []  # nothing trained again
     shown = page_text(second)
-    assert before_seconds("zh", "training.reused", steps=12) in shown
+    assert before_seconds("zh", "training.reused", steps=6) in shown
     assert (tables(second)[0].values == tables(first)[0].values).all()  # the same curve
+
+
+def place_shown(lang: str, body: str) -> int | None:
+    """The place in the queue an info shows (None: it shows none)."""
+    return next((n for n in (2, 1) if body.startswith(text(lang, "training.queue", ahead=n))),
+                None)
 
 
 def test_a_learner_who_asks_while_others_train_sees_their_place_move_up(sent, slot, lang):
     params, _ = tiny(seed=103 if lang == "zh" else 113)
-    ahead = [slot.join(), slot.join()]  # one learner trains, another waits before this one
+    # One learner trains (40 s expected, just started), another waits (25 s expected)
+    # before this one.
+    ahead = [slot.join({"key": "x", "train_s": 40.0}), slot.join({"train_s": 25.0})]
+    ahead[0].update(started=time.time())
     fallbacks = [threading.Timer(LIMIT_S, ticket.release) for ticket in ahead]  # never hang
     for timer in fallbacks:
         timer.start()
-    places = {text(lang, "training.queue", ahead=n): n for n in (2, 1)}
+    waits = {2: text(lang, "training.queue_wait", wait=text(lang, "training.minutes", m=1, s=5)),
+             1: text(lang, "training.queue_wait", wait=text(lang, "training.seconds", s=25))}
 
     def leave(body: str) -> None:  # each time the page shows a place, the first one finishes
-        if body in places:
-            ahead[2 - places[body]].release()
+        if (place := place_shown(lang, body)) is not None:
+            assert body.endswith(waits[place])  # 40 + 25 s, then 25 s: an estimate
+            ahead[2 - place].release()
 
     sent["hooks"]["info"] = leave
     try:
@@ -165,10 +178,10 @@ def test_a_learner_who_asks_while_others_train_sees_their_place_move_up(sent, sl
             timer.cancel()
             ticket.release()
     assert_clean(at)
-    shown = [places[body] for body in sent["infos"] if body in places]
+    shown = [p for body in sent["infos"] if (p := place_shown(lang, body)) is not None]
     assert shown[0] == 2 and shown[-1] == 1 and shown == sorted(shown, reverse=True)
-    assert sent["charts"] == list(range(1, 13))  # then it trained, when its turn came
-    assert all(body not in page_text(at) for body in places)  # gone once it trained
+    assert sent["charts"] == list(range(1, 7))  # then it trained, when its turn came
+    assert text(lang, "training.queue", ahead=1) not in page_text(at)  # gone once it trained
     assert slot.live() == []
 
 
@@ -185,16 +198,16 @@ def test_stop_interrupts_frees_the_slot_and_keeps_nothing(sent, slot):
     at = open_page(PAGE, "en", params=params)
     at.button(TRAIN).click().run()
     assert_clean(at)
-    assert sent["charts"][:3] == [1, 2, 3] and 12 not in sent["charts"]  # cut short
+    assert sent["charts"][:3] == [1, 2, 3] and 6 not in sent["charts"]  # cut short
     shown = page_text(at)
     assert text("en", "training.stopped") in shown and "Trained:" not in shown
     assert slot.live() == []  # the slot was released on the way out
     del sent["hooks"]["chart"]
     sent["charts"].clear()
     at.button(TRAIN).click().run()  # nothing half-trained was kept: it trains afresh
-    assert sent["charts"] == list(range(1, 13))
+    assert sent["charts"] == list(range(1, 7))
     shown = page_text(at)
-    assert before_seconds("en", "training.trained", steps=12) in shown
+    assert before_seconds("en", "training.trained", steps=6) in shown
     assert text("en", "training.stopped") not in shown
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from serving.results import Index, Shelf
+from serving.results import Index, Shelf, StepTimes
 
 
 def test_other_learners_trainings_never_drop_a_learners_result() -> None:
@@ -32,6 +32,7 @@ def test_a_learners_own_newer_trainings_drop_the_oldest_and_say_so() -> None:
     mine.keep("a", 4)  # trained again: kept, no longer reported dropped
     assert mine.get("a") == 4
     assert not mine.evicted("a")
+    assert mine.newest_first() == ["a", "c"]  # what the model choice of 13.2 / 13.3 lists
 
 
 def test_a_result_held_by_one_learner_is_reused_by_another() -> None:
@@ -56,3 +57,16 @@ def test_the_index_keeps_nothing_alive_by_itself() -> None:
     gc.collect()
     assert index.find("s") is None
     assert not Shelf(index).reuse("s")
+
+
+def test_step_times_estimate_a_training_from_the_last_of_its_size() -> None:
+    times = StepTimes(limit=2)
+    assert times.estimate("small", 100) is None  # never timed here
+    times.record("small", 2.0, 10, extra=1.0)
+    times.record("small", 3.0, 10, extra=0.5)  # the latest counts
+    assert times.estimate("small", 100) == (30.0, 0.5)  # the loop scales, the rest not
+    times.record("empty", 1.0, 0)  # stopped before its first step: nothing learned
+    assert times.estimate("empty", 5) is None
+    times.record("b", 1.0, 1)
+    times.record("c", 1.0, 1)  # at most `limit` sizes: the oldest goes
+    assert times.estimate("small", 1) is None and times.estimate("c", 1) == (1.0, 0.0)

@@ -19,7 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from serving.training_slot import QueueFull, TrainingSlot, UnsafeDirectory
+from serving.training_slot import (
+    Queued,
+    QueueFull,
+    TrainingSlot,
+    UnsafeDirectory,
+    estimate_wait,
+)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 LIMIT_S = 30.0
@@ -153,16 +159,58 @@ def test_turn_reports_the_place_and_always_releases(slot: TrainingSlot) -> None:
     holder = slot.join()
     seen: list[int] = []
 
-    def on_wait(ahead: int) -> None:
-        seen.append(ahead)
+    def on_wait(place) -> None:
+        seen.append(place.ahead)
         if len(seen) == 3:  # the other training ends while this learner waits
             threading.Thread(target=holder.release).start()
 
     with pytest.raises(TrainingFailed), slot.turn(on_wait, poll=0.01) as ticket:
         assert ticket.position() == 0
+        assert "started" in slot.queued()[0].info  # when its turn came, for those behind
         raise TrainingFailed  # a training that fails still frees the slot
     assert seen[:3] == [1, 1, 1]
     assert slot.live() == []
+
+
+def test_tickets_carry_what_others_estimate_their_wait_from(slot: TrainingSlot) -> None:
+    running = slot.join({"key": "a", "train_s": 40.0, "extra_s": 2.0})
+    waiting = slot.join({"key": "b", "train_s": 30.0})
+    mine = slot.join()
+    assert [q.info["key"] for q in slot.queued()[:2]] == ["a", "b"]
+    assert slot.queued()[0].info["pid"] == os.getpid()
+    assert mine.place(limit_s=90).seconds == pytest.approx(72.0)
+    running.update(started=0.0, done=0.5, elapsed_s=10.0)  # at 10 s, half done
+    place = mine.place(limit_s=90)
+    assert (place.ahead, place.untimed) == (2, 0)
+    assert place.seconds == pytest.approx(30.0)  # started long ago: only the waiting one
+    (slot.directory / f"{waiting.number:012d}.ticket").write_text("12345\n")  # old kind
+    assert slot.queued()[1].info == {}
+    for ticket in (running, waiting, mine):
+        ticket.release()
+
+
+def test_the_estimated_wait() -> None:
+    now = 1000.0
+    running = Queued(1, {"pid": 7, "key": "a", "started": now - 10, "done": 0.25,
+                         "elapsed_s": 10.0, "extra_s": 3.0})  # 40 s at its pace: 33 s left
+    waiting = Queued(2, {"pid": 7, "key": "b", "train_s": 20.0, "extra_s": 1.0})
+    same = Queued(3, {"pid": 7, "key": "b", "train_s": 20.0})  # reuses b's result
+    elsewhere = Queued(4, {"pid": 8, "key": "b", "train_s": 20.0})  # another process
+    unknown = Queued(5, {"pid": 8, "key": "c", "train_s": None})
+    wait = estimate_wait([running, waiting, same, elsewhere, unknown], now, limit_s=90)
+    assert (wait.ahead, wait.seconds, wait.untimed) == (5, 33 + 21 + 20 + 90, 1)
+    # No training loop outlasts the limit: a slow one is stopped there.
+    slow = Queued(1, {"started": now - 80, "done": 0.1, "elapsed_s": 80.0})
+    assert estimate_wait([slow], now, limit_s=90).seconds == pytest.approx(10.0)
+    over = Queued(1, {"started": now - 200, "train_s": 60.0})  # running late
+    assert estimate_wait([over], now, limit_s=90).seconds == 0.0
+    # A ticket's facts are not trusted: anything but a number >= 0 is unknown.
+    for bad in (float("nan"), float("inf"), -5.0, True, "10", [1]):
+        odd = Queued(1, {"train_s": bad, "extra_s": bad, "done": bad, "elapsed_s": bad,
+                         "started": bad})
+        assert estimate_wait([odd], now, limit_s=90) == estimate_wait(
+            [Queued(1, {})], now, limit_s=90)
+    assert estimate_wait([], now, limit_s=90).seconds == 0.0
 
 
 def test_the_queue_is_bounded(tmp_path: Path) -> None:
