@@ -31,7 +31,7 @@ import streamlit as st
 
 from serving import class_store
 from serving.class_store import ClassError, ClassStore, normal_code
-from ui import state
+from ui import classroom, state
 from ui.fold import NAME as FOLD_NAME
 from ui.i18n import t
 
@@ -146,7 +146,10 @@ def leave() -> None:
 
 
 def teacher_link() -> str:
-    return f"?{CLASS}={code()}&{TEACHER}={st.session_state.get(_KEY, '')}"
+    """This page at the class's address, with the class code and the teacher key."""
+    params = {**state.link_params(), CLASS: code(), TEACHER: st.session_state.get(_KEY, "")}
+    params.pop(state.PRESENT, None)
+    return classroom.compose_url(st.context.url or "", classroom.share_address(), params)
 
 
 # --- the teacher's position ------------------------------------------------------------------
