@@ -311,11 +311,11 @@ class Ticket:
 
 
 def _write_info(fd: int, info: Mapping[str, Any]) -> None:
-    """Rewrite a ticket's facts in place (a reader that catches it half-written reads
-    {} once: unknown, until the next poll)."""
+    """Rewrite a ticket's facts in place, in one write: padded with spaces (which JSON
+    ignores) to the file's length, so the file is never empty or cut short on the way.
+    (A reader that still catches a mixture reads {}: unknown, until the next poll.)"""
     raw = json.dumps(info, sort_keys=True).encode("utf-8")[:MAX_INFO_BYTES]
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, raw, 0)
+    os.pwrite(fd, raw.ljust(os.fstat(fd).st_size), 0)
 
 
 def _close(fd: int, path: str) -> None:

@@ -183,6 +183,9 @@ def test_tickets_carry_what_others_estimate_their_wait_from(slot: TrainingSlot) 
     place = mine.place(limit_s=90)
     assert (place.ahead, place.untimed) == (2, 0)
     assert place.seconds == pytest.approx(30.0)  # started long ago: only the waiting one
+    waiting.update(key="b" * 200)
+    waiting.update(key="c")  # shorter facts rewrite the longer ones whole
+    assert slot.queued()[1].info["key"] == "c"
     (slot.directory / f"{waiting.number:012d}.ticket").write_text("12345\n")  # old kind
     assert slot.queued()[1].info == {}
     for ticket in (running, waiting, mine):
