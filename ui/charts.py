@@ -1,6 +1,12 @@
 """Figures other than heatmaps: bars, lines and 2-D vectors, each built in ONE Plotly
 constructor call (the update_* methods re-validate the whole figure and cost ~10x
 more) and each with its exact numbers on the figure or in a table twin.
+
+Colour is never the only cue (WCAG 2.1, 1.4.1): lines differ by dash too, a bar cut by
+top-k / top-p is hatched and outlined as well as grey, every value is written. The
+palette's colours stand 3:1 or more against white (1.4.11), and its first four stay
+apart for protanopia, deuteranopia and tritanopia (tests/unit/test_colour_access.py);
+a label written in a palette colour is darkened to 4.5:1 (1.4.3).
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import state
-from ui.figures import matrix_frame, png_config
+from ui.figures import matrix_frame, png_config, readable
 from ui.fmt import num, short
 from ui.i18n import t
 
-PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#868e96")
-CUT_COLOUR = "#ced4da"  # a bar removed by top-k / top-p
+# Blue, vermilion, bluish green, reddish purple, teal, ochre, grey: after Okabe and Ito's
+# colour-blind-safe set, darkened where needed to stand 3:1 against white.
+PALETTE = ("#3b5bdb", "#d55e00", "#008061", "#b23c9a", "#0b7fab", "#a86d00", "#6c757d")
+CUT_COLOUR = "#ced4da"  # a bar removed by top-k / top-p: light, hatched, outlined
+CUT_OUTLINE = "#6c757d"  # 4.7:1 against white
+DASHES = ("solid", "dash", "dashdot", "longdash", "longdashdot")  # "dot" marks a setting
 
 
 def _layout(height: int, x_title: str, y_title: str, **extra) -> dict:
@@ -63,11 +73,16 @@ def bars(
     for index, (name, values) in enumerate(series.items()):
         places = decimals.get(name, 3) if isinstance(decimals, Mapping) else decimals
         colour = PALETTE[index % len(PALETTE)]
-        colours = [colour if kept is None or kept[i] else CUT_COLOUR
-                   for i in range(len(values))]
+        cut = [kept is not None and not kept[i] for i in range(len(values))]
+        marker = {"color": [CUT_COLOUR if c else colour for c in cut]}
+        if any(cut):
+            marker["pattern"] = {"shape": ["/" if c else "" for c in cut],
+                                 "fgcolor": CUT_OUTLINE, "solidity": 0.15}
+            marker["line"] = {"color": [CUT_OUTLINE if c else colour for c in cut],
+                              "width": [1.5 if c else 0 for c in cut]}
         traces.append({
             "type": "bar", "x": list(labels), "y": [float(v) for v in values], "name": name,
-            "marker": {"color": colours}, "text": [num(v, places) for v in values],
+            "marker": marker, "text": [num(v, places) for v in values],
             "textposition": "outside", "cliponaxis": False,
             "hovertemplate": "%{x}: %{text}<extra>" + name + "</extra>",
         })
@@ -122,7 +137,8 @@ def lines_figure(
     mode = "lines+markers" if markers else "lines"
     traces = [{"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in ys],
                "mode": mode, "name": name,
-               "line": {"color": PALETTE[i % len(PALETTE)], "width": 3},
+               "line": {"color": PALETTE[i % len(PALETTE)], "width": 3,
+                        "dash": DASHES[i % len(DASHES)]},
                "hovertemplate": f"%{{x}} → %{{y:.{decimals}f}}<extra>{name}</extra>"}
               for i, (name, ys) in enumerate(series.items())]
     shapes, notes = [], []
@@ -167,7 +183,7 @@ def vectors(
                       "arrowwidth": 3, "arrowcolor": colour, "text": ""})
         notes.append({"x": x, "y": y, "xref": "x", "yref": "y", "showarrow": False,
                       "text": f"{name} ({num(x, decimals)}, {num(y, decimals)})",
-                      "font": {"color": colour, "size": 14},
+                      "font": {"color": readable(colour), "size": 14},
                       # The label sits on the inner side of the tip, so it is never cut
                       # off at the edge of a narrow (phone) figure.
                       "xanchor": ("right" if x > 0.3 * reach else

@@ -3,15 +3,25 @@ label cells with tokens, show exact values, and report a clicked cell.
 
 A Plotly heatmap sends no click to Streamlit (measured on 1.67), so a nearly
 transparent scatter of square markers sits on the cell centres; a click on it
-arrives as the cell's x and y.
+arrives as the cell's x and y. A select box under the figure picks the same cell from
+the keyboard (or a screen reader), since a click is the figure's only way in.
+
+Colour and contrast (WCAG 2.1 AA): each number is written in black or white, whichever
+stands out more from its cell's colour (at least 4.58:1 on any colour; Plotly's own
+choice, #444 or white, falls to 3.12:1 on mid-tones). The scales pages use
+(CHECKED_SCALES) are checked in tests/unit/test_colour_access.py: the sequential ones
+change monotonically in lightness, also as seen with protanopia, deuteranopia or
+tritanopia, and the numbers are always written too, so colour never carries a value alone.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -23,6 +33,13 @@ from ui.i18n import t
 MAX_CELL_TEXT = 144  # up to 12 x 12 the values are written in the cells
 _BLOCKED_COLOUR = "#e9ecef"
 CLICK_OPACITY = 0  # invisible, and Plotly still reports a click on it (checked in Chromium)
+# The colour scales the pages use, checked for contrast and colour-blind readers
+# (tests/unit/test_colour_access.py): ColorBrewer's single-hue sequential scales, its
+# red-white-blue diverging one, and a cyclic one for angles.
+SEQUENTIAL_SCALES = ("Blues", "Oranges", "Greens", "Purples")
+CHECKED_SCALES = (*SEQUENTIAL_SCALES, "RdBu", "Twilight")
+DARK_TEXT, LIGHT_TEXT = "#000000", "#ffffff"
+_CLEAR = [[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,0)"]]  # a layer that only writes numbers
 
 
 def _rows(matrix) -> list[list[float]]:
@@ -64,11 +81,25 @@ def heatmap_figure(
     heat = {
         "type": "heatmap", "z": z, "x": list(range(n_cols)), "y": list(range(n_rows)),
         "colorscale": colorscale, "zmin": zmin, "zmax": zmax, "text": text,
-        "texttemplate": "%{text}" if show_text else None, "hoverinfo": "skip",
-        "showscale": False, "xgap": 1, "ygap": 1,
-        # Plotly shrinks cell text to fit by default: too small to read on a projector.
-        "textfont": {"size": _cell_font(n_cols)},
+        "hoverinfo": "skip", "showscale": False, "xgap": 1, "ygap": 1,
     }
+    # The numbers are written by two clear layers above the colours, one in black and
+    # one in white, each cell's number in the layer that contrasts with its colour
+    # (Plotly takes one text colour per trace).
+    layers = []
+    if show_text:
+        colours = cell_colours(z, colorscale, zmin, zmax)
+        for ink in (DARK_TEXT, LIGHT_TEXT):
+            layers.append({
+                "type": "heatmap", "z": [[0] * n_cols for _ in range(n_rows)],
+                "x": list(range(n_cols)), "y": list(range(n_rows)), "colorscale": _CLEAR,
+                "zmin": 0, "zmax": 1, "showscale": False, "hoverinfo": "skip",
+                "text": [[text[i][j] if text_colour(colours[i][j]) == ink else ""
+                          for j in range(n_cols)] for i in range(n_rows)],
+                "texttemplate": "%{text}",
+                # Plotly shrinks cell text to fit by default: too small on a projector.
+                "textfont": {"size": _cell_font(n_cols), "color": ink},
+            })
     clicks = {
         "type": "scatter", "x": [j for _, j in cells], "y": [i for i, _ in cells],
         "mode": "markers", "showlegend": False,
@@ -93,7 +124,87 @@ def heatmap_figure(
     }
     # One constructor call: Plotly validates once. The update_* methods re-walk the
     # property tree on every call and cost ~10x more (measured: ~60 ms against ~7 ms).
-    return go.Figure(data=[heat, clicks], layout=layout)
+    return go.Figure(data=[heat, *layers, clicks], layout=layout)
+
+
+# --- Colour ----------------------------------------------------------------------------------
+def _rgb(colour: str) -> tuple[float, float, float]:
+    """'#3b5bdb' or 'rgb(59, 91, 219)' as three channels in 0..1."""
+    colour = colour.strip()
+    if colour.startswith("#"):
+        digits = colour[1:]
+        if len(digits) == 3:
+            digits = "".join(c * 2 for c in digits)
+        return tuple(int(digits[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    inside = colour[colour.index("(") + 1:colour.rindex(")")]
+    return tuple(float(v) / 255 for v in inside.split(",")[:3])
+
+
+def luminance(colour: str) -> float:
+    """WCAG 2.1 relative luminance."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in _rgb(colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.1 contrast ratio, 1 to 21."""
+    low, high = sorted((luminance(a), luminance(b)))
+    return (high + 0.05) / (low + 0.05)
+
+
+def text_colour(background: str) -> str:
+    """Black or white, whichever contrasts more with the background (at least 4.58:1)."""
+    if contrast(background, DARK_TEXT) >= contrast(background, LIGHT_TEXT):
+        return DARK_TEXT
+    return LIGHT_TEXT
+
+
+def readable(colour: str, background: str = "#ffffff") -> str:
+    """The colour darkened just enough for text on `background` (4.5:1): a label keeps
+    the hue of what it names."""
+    r, g, b = _rgb(colour)
+    for step in range(21):
+        keep = 1 - step / 20
+        shade = "#" + "".join(f"{round(v * keep * 255):02x}" for v in (r, g, b))
+        if contrast(shade, background) >= 4.5:
+            return shade
+    return DARK_TEXT
+
+
+def scale_colour(colorscale, where: float) -> str:
+    """The colour at `where` (0..1) of a Plotly colour scale (a name or a list of
+    stops), interpolated in RGB as Plotly does."""
+    stops = _stops(colorscale)
+    where = min(1.0, max(0.0, where))
+    for (left, c0), (right, c1) in pairwise(stops):
+        if where <= right:
+            share = 0.0 if right == left else (where - left) / (right - left)
+            mixed = [a + (b - a) * share for a, b in zip(_rgb(c0), _rgb(c1), strict=True)]
+            return "#" + "".join(f"{round(v * 255):02x}" for v in mixed)
+    return stops[-1][1]
+
+
+def _stops(colorscale) -> list[tuple[float, str]]:
+    if isinstance(colorscale, str):
+        colorscale = plotly.colors.get_colorscale(colorscale)
+    return [(float(at), str(colour)) for at, colour in colorscale]
+
+
+def cell_colours(z: list[list[float | None]], colorscale, zmin: float | None,
+                 zmax: float | None) -> list[list[str]]:
+    """Each cell's colour as Plotly paints it: the scale between zmin and zmax (each,
+    when not given, the smallest or largest value); a cell without a value shows the
+    plot's background."""
+    values = [v for row in z for v in row if v is not None and math.isfinite(v)]
+    low = zmin if zmin is not None else min(values, default=0.0)
+    high = zmax if zmax is not None else max(values, default=1.0)
+    span = high - low
+    return [[_BLOCKED_COLOUR if v is None or not math.isfinite(v) else
+             scale_colour(colorscale, 0.5 if span == 0 else (v - low) / span)
+             for v in row] for row in z]
 
 
 def heatmap(
@@ -113,6 +224,7 @@ def heatmap(
     The clicked cell lives in the URL ("softmax.weights_map=1,0"), so a shared link
     opens with the same explanation, and it stays while that cell exists: an edit
     redraws the figure (Streamlit then forgets the chart's selection) but keeps it.
+    With `explain`, a select box under the figure chooses the cell without a mouse.
     Up to MAX_CELL_TEXT cells the exact numbers are written in the cells; a larger
     matrix gets a table twin below, in an expander (table=True forces one). `title`,
     when given, is written above the chart and names the table in the downloads.
@@ -124,14 +236,15 @@ def heatmap(
     handout.add_table(title, x_labels, _unique(y_labels),
                       [[cell_text(v, decimals) for v in row] for row in _rows(matrix)])
     url_key, chart_key = state.qualify(key), state.private(key, "chart")
-    cell = _current_cell(url_key, chart_key, n_rows, n_cols)
+    cell = _current_cell(url_key, chart_key, state.private(key, "seen"), n_rows, n_cols)
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
     st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
                     config=png_config(key), width="stretch")
     if explain is not None:
         if cell is None:
             st.caption(t("kit.click_cell"))
-        else:
+        _cell_picker(url_key, state.private(key, "pick"), cell, x_labels, y_labels)
+        if cell is not None:
             st.markdown(explain(*cell))
     if table is None:
         table = n_cols * n_rows > MAX_CELL_TEXT
@@ -148,16 +261,43 @@ def png_config(name: str) -> dict:
             "toImageButtonOptions": {"format": "png", "scale": 2, "filename": name}}
 
 
-def _current_cell(url_key: str, chart_key: str, n_rows: int, n_cols: int
+def _current_cell(url_key: str, chart_key: str, seen_key: str, n_rows: int, n_cols: int
                   ) -> tuple[int, int] | None:
-    """A new click wins; otherwise the cell clicked before (or named by the link)."""
-    clicked = _clicked_cell(st.session_state.get(chart_key), n_rows, n_cols)
-    if clicked is None:
+    """A new click wins; otherwise the cell chosen before (by a click, the select box
+    or the link). The chart keeps its last click in session state: it counts only
+    when it differs from the one seen in the run before, so a cell chosen later with
+    the select box is not taken back by an old click."""
+    event = _clicked_cell(st.session_state.get(chart_key), n_rows, n_cols)
+    new_click = event is not None and event != st.session_state.get(seen_key)
+    st.session_state[seen_key] = event
+    if new_click:
+        cell = event
+    else:
         known = state.initial(url_key, None, state.CELL_CODEC, None)
-        clicked = known if known is not None and _inside(known, n_rows, n_cols) else None
-    st.session_state[url_key] = clicked
-    state.write_url(url_key, clicked, None, state.CELL_CODEC)
-    return clicked
+        cell = known if known is not None and _inside(known, n_rows, n_cols) else None
+    st.session_state[url_key] = cell
+    state.write_url(url_key, cell, None, state.CELL_CODEC)
+    return cell
+
+
+def _cell_picker(url_key: str, pick_key: str, cell: tuple[int, int] | None,
+                 x_labels: Sequence[str], y_labels: Sequence[str]) -> None:
+    """The keyboard's way to a cell's explanation: every cell by its row and column."""
+    # Every label written now, in this run's language (a format_func called later, from
+    # another thread, would not know the session's language).
+    labels = {(i, j): t("kit.cell_option", row=i, y=y, col=j, x=x)
+              for i, y in enumerate(y_labels) for j, x in enumerate(x_labels)}
+    st.session_state[pick_key] = cell  # follows a click on the figure
+    st.selectbox(t("kit.cell_pick"), list(labels), format_func=labels.__getitem__, key=pick_key,
+                 index=None, placeholder=t("kit.cell_pick_placeholder"),
+                 label_visibility="collapsed",  # still its name for a screen reader
+                 on_change=_picked, args=(url_key, pick_key), width=420)
+
+
+def _picked(url_key: str, pick_key: str) -> None:
+    cell = st.session_state.get(pick_key)
+    st.session_state[url_key] = cell
+    state.write_url(url_key, cell, None, state.CELL_CODEC)
 
 
 def _inside(cell: tuple[int, int], n_rows: int, n_cols: int) -> bool:
