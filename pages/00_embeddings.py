@@ -17,6 +17,7 @@ from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 WORDS = ("苹果", "梨", "动漫")
 COLOURS = {"苹果": "#2f9e44", "梨": "#66a80f", "动漫": "#d6336c"}
@@ -143,6 +144,7 @@ def whitening() -> None:
                 rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
                 rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
         with st.expander(t("embeddings.whiten_check")):
-            st.table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]))
+            table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]),
+                  name=t("embeddings.table_whitened"))
     st.info(t("embeddings.whiten_when"), icon=":material/schedule:")
 whitening()

@@ -16,6 +16,7 @@ from ui.i18n import current_lang, t
 from ui.inputs import number, text
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 MAX_N = 4
 MAX_CONTEXT = 12
@@ -76,25 +77,26 @@ def counting(seqs: list[str], vocab: list[str], model: dict) -> None:
         st.markdown(t("ngrams.window", name=t(f"ngrams.order_{n}"), n=n, context=context,
                       used=(f":gray[~~{cut}~~]" if cut else "") + f":blue[**{read or '∅'}**]"))
     with right:
-        steps = Stepper("hand", labels := [t("ngrams.step_count"), t("ngrams.step_divide")])
+        steps = Stepper("hand", [t("ngrams.step_count"), t("ngrams.step_divide")])
         if problem := cannot_predict(model[n], ctx, vocab):
             st.warning(problem)
         else:
             found = [model[n].explain(ctx, w) for w in list(model[n].counts(ctx))[:10]]
             total = found[0].total
-            st.markdown(f"**1 · {labels[0]}** — " + t("ngrams.count_total", total=total))
+            steps.step(1, t("ngrams.count_total", total=total))
             cols = {"next": [s.token for s in found], "count": [s.count for s in found],
                     "prob": [num(s.probability) for s in found]}  # the last: step 2 (divide)
-            st.table({t(f"ngrams.col_{k}"): v for k, v in [*cols.items()][:2 + steps.shows(2)]})
-            if steps.shows(2):
-                st.markdown(f"**2 · {labels[1]}** — " + t("ngrams.divide_by", total=total))
+            table({t(f"ngrams.col_{k}"): v for k, v in [*cols.items()][:2 + steps.shows(2)]},
+                  name=t("ngrams.count_title"))
+            if steps.step(2, t("ngrams.divide_by", total=total)):
                 formula(r"P(w \mid c) = \frac{C(c\,w)}{\sum_{w'} C(c\,w')}",
                         STACK % r" \\[8pt] ".join(p_latex(s) for s in found[:2]))
     st.markdown(t("ngrams.count_lead", lines=len(seqs), chars=sum(map(len, seqs)), v=len(vocab)))
     with st.expander(t("ngrams.corpus_show")):
         if current_lang() == "en":  # each line glossed, like every Chinese word on the pages
-            st.table({t("ngrams.col_line"): seqs,
-                      t("ngrams.col_gloss"): [line_gloss(line) for line in seqs]})
+            table({t("ngrams.col_line"): seqs,
+                   t("ngrams.col_gloss"): [line_gloss(line) for line in seqs]},
+                  name=t("ngrams.table_corpus"))
         else:
             st.text("\n".join(seqs))
     tri = model[3].explain("看动", "漫")

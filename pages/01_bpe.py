@@ -14,18 +14,20 @@ from ui.i18n import t
 from ui.inputs import number
 from ui.notes import shown_errors
 from ui.page import part, section
+from ui.tables import table
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
 PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
 BYTES_TEXT = "运费12元"  # the byte-count exercise: Chinese characters and digits
 
 
-def cut_table(tokens, ids, extra: dict | None = None) -> None:
-    """One column per token: the token, its ID (and more rows when given)."""
+def cut_table(name: str, tokens, ids, extra: dict | None = None) -> None:
+    """One column per token: the token, its ID (and more rows when given); name: its
+    name in the downloads."""
     rows = {t("bpe.row_token"): list(tokens), t("bpe.row_id"): [str(i) for i in ids],
             **(extra or {})}
-    st.table(pd.DataFrame(list(rows.values()), index=list(rows),
-                          columns=[str(j) for j in range(len(tokens))]))
+    table(pd.DataFrame(list(rows.values()), index=list(rows),
+                       columns=[str(j) for j in range(len(tokens))]), name=name)
 
 
 def byte_figure(key: str, n_bytes: int, *rows) -> None:
@@ -44,10 +46,11 @@ def byte_ids(char: str) -> None:
     st.markdown(t("bpe.byte_ids", char=plain(char), space=space.char, space_id=space.id,
                   last=bpe.vocab_size - 1))
     held = [entries[b] for b in char.encode("utf-8")]
-    st.table(pd.DataFrame({t("bpe.col_byte"): [f"{e.value:02X}" for e in held],
-                           t("bpe.col_value"): [str(e.value) for e in held],
-                           t("bpe.col_stored"): [e.char for e in held],
-                           t("bpe.col_id"): [str(e.id) for e in held]}))
+    table(pd.DataFrame({t("bpe.col_byte"): [f"{e.value:02X}" for e in held],
+                        t("bpe.col_value"): [str(e.value) for e in held],
+                        t("bpe.col_stored"): [e.char for e in held],
+                        t("bpe.col_id"): [str(e.id) for e in held]}),
+          name=t("bpe.table_bytes", char=char))
 
 
 def bpe_row(name: str, enc: BPEEncoding) -> tuple:
@@ -77,9 +80,10 @@ with shown_errors():
         st.warning(t("bpe.unknown", id=UNK_ID, where=where), icon=":material/help:")
     with st.expander(t("bpe.as_tables"), expanded=True):
         st.markdown(f"**{t('bpe.by_chars')}** · {t('bpe.count', n=len(chars.ids))}")
-        cut_table(chars.tokens, chars.ids)
+        cut_table(t("bpe.by_chars"), chars.tokens, chars.ids)
         st.markdown(f"**{t('bpe.by_bpe')}** · {t('bpe.count', n=len(pieces.ids))}")
-        cut_table(pieces.display, pieces.ids, {t("bpe.row_bytes"): list(pieces.hex)})
+        cut_table(t("bpe.by_bpe"), pieces.display, pieces.ids,
+                  {t("bpe.row_bytes"): list(pieces.hex)})
     st.markdown(t("bpe.round_trip", text=plain(sentence), bpe=plain(cuts.bpe_decoded),
                   chars=plain(cuts.char_decoded),
                   bpe_ok=t(f"bpe.same_{cuts.bpe_round_trip}"),
@@ -95,12 +99,13 @@ choice_exercise("first", t("bpe.ex_question", left=plain(first.left_display),
 section(t("bpe.merges_title"), folded=True)
 st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
 run = merge_run(bpe, sentence) if cuts else None
-st.dataframe(pd.DataFrame({
+# Every merge (hundreds of rows): too long for st.table, so a frame that scrolls.
+table(pd.DataFrame({
     t("bpe.col_left"): [m.left_display for m in bpe.merges],
     t("bpe.col_right"): [m.right_display for m in bpe.merges],
     t("bpe.col_merged"): [m.merged_display for m in bpe.merges],
     t("bpe.col_uses"): list(run.uses) if run else [0] * len(bpe.merges),
-}).rename_axis(t("bpe.col_rank")), height=320, width="stretch")
+}).rename_axis(t("bpe.col_rank")), name=t("bpe.merges_title"), height=320)
 
 # --- The merges one by one on the sentence ---------------------------------------------
 @part
@@ -119,7 +124,7 @@ def merges_one_by_one(sentence: str, cuts, run) -> None:
     byte_figure("steps", cuts.n_bytes, bpe_row(t("bpe.first_k", k=k), now),
                 bpe_row(t("bpe.by_bpe"), cuts.bpe))
     with st.expander(t("bpe.as_table")):
-        cut_table(now.display, now.ids)
+        cut_table(t("bpe.first_k", k=k), now.display, now.ids)
     lines(list(range(len(run.counts))), {t("bpe.tokens"): run.counts}, key="curve",
           x_title=t("bpe.k_axis"), y_title=t("bpe.tokens"), marks={f"k = {k}": k},
           table=False, height=260, decimals=0)

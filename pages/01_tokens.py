@@ -18,6 +18,7 @@ from ui.i18n import t
 from ui.inputs import number, text, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section
+from ui.tables import table
 
 MAX_LEN = 32  # characters: the rows of the position table, and each text box's limit
 cell = explain.cell_name
@@ -57,11 +58,14 @@ if enc.unknown:
     st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
                  id=UNK_ID), icon=":material/help:")
 if n:
-    st.table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
-                          index=[t("tokens.row_token"), t("tokens.row_id")]))
+    table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
+                       index=[t("tokens.row_token"), t("tokens.row_id")]),
+          name=t("tokens.ids_title"))
 st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
 with st.expander(t("tokens.vocab_all", v=len(vocab))):
-    st.dataframe(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID"))
+    # Every character of the corpus: too long for st.table, so a frame that scrolls
+    table(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID").to_frame(),
+          name=t("tokens.vocab_all", v=len(vocab)), height=400)
 # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
 rows_answered = choice_exercise("rows", t("tokens.ex_question"),
                                 [t(f"tokens.ex_{k}") for k in "abcd"], correct=2,
@@ -160,7 +164,7 @@ rows = {t(f"tokens.batch_{name}", b=b): values for b in range(2) for name, value
          ("valid", batch.valid[b].int().tolist()),  # 1 = a real token, 0 = padding
          ("pos", [str(p) if ok else "–" for p, ok in zip(positions[b].tolist(),
                                                           batch.valid[b].tolist(), strict=True)]))}
-st.table(pd.DataFrame.from_dict(rows, orient="index").astype(str))
+table(pd.DataFrame.from_dict(rows, orient="index").astype(str), name=t("tokens.batch_title"))
 st.markdown(t("tokens.batch_positions"))
 st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
         icon=":material/visibility_off:")

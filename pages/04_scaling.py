@@ -19,6 +19,7 @@ from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.page import part, section, stage_link
 from ui.reveal import Stepper
+from ui.tables import table
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # 2,000 rows of 8 keys for every d_k
@@ -108,8 +109,8 @@ def experiment() -> None:
     if sat_answered:  # the softmax rows answer the saturation exercise
         rows += [(t("scaling.row_top", keys=KEYS), exp.mean_top_raw, exp.mean_top_scaled),
                  (t("scaling.row_sat"), exp.saturated_raw, exp.saturated_scaled)]
-    st.table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"),
-                          t("scaling.col_scaled")], [r[0] for r in rows]))
+    table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"), t("scaling.col_scaled")],
+                       [r[0] for r in rows]), name=t("scaling.table_stats"))
     st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max),
               count=f"{exp.scaled_outside_unit:,}", n=f"{exp.n_pairs:,}"),
             icon=":material/straighten:")

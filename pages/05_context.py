@@ -25,6 +25,7 @@ from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
 from ui.page import part, section
+from ui.tables import table
 
 # the trained model reads characters: 费 completes the word 运费
 WORD = "运费"
@@ -170,10 +171,10 @@ def trained_view() -> None:
         section(t("context.t_rows_title", char=CHAR))
         st.markdown(t(f"context.t_rows_{'same' if cmp.same_position else 'moved'}", char=CHAR,
                       pa=a.at, pb=b.at))
-        st.table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
-                               t("context.t_largest"): [num(x) for x in cmp.largest]},
-                              index=[t(f"context.stage_{k}", b=i or 0)
-                                     for k, i in cmp.stages]))
+        table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
+                            t("context.t_largest"): [num(x) for x in cmp.largest]},
+                           index=[t(f"context.stage_{k}", b=i or 0) for k, i in cmp.stages]),
+              name=t("context.t_rows_table", char=CHAR))
         section(t("context.t_read_title", char=CHAR), folded=True)
         st.markdown(t("context.t_read_lead", char=CHAR))
         labels = [t("context.head_label", b=b, h=h) for b, h in cmp.block_heads]
@@ -181,10 +182,11 @@ def trained_view() -> None:
             with column:
                 subsection(r.question)
                 read_rows(r.tokens, r.at, r.scores, r.weights, labels, f"trained_{side}", CHAR, 2)
-                st.table(pd.DataFrame([[num(v) for v in s] for s in (*r.shares, r.even)],
-                                      index=[*labels, t("context.even", n=r.at + 1)],
-                                      columns=[t(f"context.col_{p}", reason=r.reason_text)
-                                               for p in Shares._fields]))
+                table(pd.DataFrame([[num(v) for v in s] for s in (*r.shares, r.even)],
+                                   index=[*labels, t("context.even", n=r.at + 1)],
+                                   columns=[t(f"context.col_{p}", reason=r.reason_text)
+                                            for p in Shares._fields]),
+                      name=t("context.t_shares_table", char=CHAR, question=r.question))
         m1, b1, m2, b2 = (num(p) for r in (a, b) for p in r.answer_probs)  # P(商), P(买)
         st.info(t("context.t_answer", m1=m1, b1=b1, m2=m2, b2=b2), icon=":material/school:")
 

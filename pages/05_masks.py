@@ -18,6 +18,7 @@ from ui.i18n import t
 from ui.inputs import matrix_input, toggle
 from ui.page import part, section, stage_link
 from ui.reveal import Stepper
+from ui.tables import table
 
 TEXT = (*TAIL4, PAYERS[0], TAIL4[2])  # 运费 谁 承担 ？ 商家 承担: a question and its answer
 # each position's target is the next token
@@ -52,8 +53,9 @@ def weight_checks(att, allowed: torch.Tensor) -> None:
 section(t("masks.task_title"))
 st.markdown(t("masks.task_lead", text="".join(TEXT)))
 gloss(TEXT)
-st.table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
-                      index=[t("masks.row_input"), t("masks.row_target")]))
+table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
+                   index=[t("masks.row_input"), t("masks.row_target")]),
+      name=t("masks.table_task"))
 formula(r"P(x_0, \ldots, x_{n-1}) = \prod_{t=0}^{n-1} P(x_t \mid x_{<t})")
 factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
            for k, word in enumerate(TEXT)]
@@ -111,10 +113,10 @@ def masked_attention() -> None:
     subsection(t("masks.pos_title"))
     st.markdown(t("masks.pos_lead"))
     ids = position_ids(VALID)[0]  # [N]: 0 0 0 1 2 3
-    st.table(pd.DataFrame([PADDED, [int(v) for v in VALID[0]], ids.tolist()],
-                          columns=[str(i) for i in range(N)],
-                          index=[t("masks.pos_row_token"), t("masks.pos_row_valid"),
-                                 t("masks.pos_row_id")]))
+    table(pd.DataFrame([PADDED, [int(v) for v in VALID[0]], ids.tolist()],
+                       columns=[str(i) for i in range(N)],
+                       index=[t("masks.pos_row_token"), t("masks.pos_row_valid"),
+                              t("masks.pos_row_id")]), name=t("masks.pos_title"))
     st.markdown(t("masks.pos_sides"))
 
     # --- 4. Scores after the mask, and the weights ----------------------------------

@@ -21,6 +21,7 @@ from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 WIDTH = 8
 N = len(TAIL6)
@@ -57,9 +58,10 @@ def shape_table(x, tr: MultiHeadTrace) -> None:
             ("weights", "[B, H, N, N]", shape(tr.weights)),
             ("heads_out", "[B, H, N, 8/H]", shape(tr.heads_output)),
             ("concat", "[B, N, 8]", shape(tr.concat)), ("output", "[B, N, 8]", shape(tr.output))]
-    st.table(pd.DataFrame(
+    table(pd.DataFrame(
         [[t(f"multi_head.step_{k}"), sym, now, t(f"multi_head.what_{k}")] for k, sym, now in rows],
-        columns=[t(f"multi_head.col_{c}") for c in ("step", "symbolic", "live", "what")]))
+        columns=[t(f"multi_head.col_{c}") for c in ("step", "symbolic", "live", "what")]),
+        name=t("multi_head.table_shapes"))
 
 
 @part

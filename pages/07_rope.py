@@ -19,6 +19,7 @@ from ui.inputs import matrix_input, number, toggle
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 
 def column(v, decimals: int = 3) -> str:
@@ -41,18 +42,18 @@ def state_row(label: str, pair: pos.PairRotation, a: float, b: float) -> list[st
 
 def score_map(run: pos.RopeScores, rotated: bool, style: dict) -> None:
     """One score table; a cell is a dot product, of the turned vectors with RoPE."""
-    qs, ks, table, key = ((run.q_rot, run.k_rot, run.rotated, "rope") if rotated
-                          else (run.q, run.k, run.plain, "plain"))
+    qs, ks, scores, key = ((run.q_rot, run.k_rot, run.rotated, "rope") if rotated
+                           else (run.q, run.k, run.plain, "plain"))
 
     def cell(i: int, j: int) -> str:
         lhs = (rf"(R_{{{i}}}q_{{{i}}})\cdot(R_{{{j}}}k_{{{j}}})" if rotated
                else rf"q_{{{i}}}\cdot k_{{{j}}}")
         return explain.dot(t(f"rope.cell_{key}", i=i, j=j), explain.cell_name("s", i, j),
-                           qs[i], ks[j], table[i, j], lhs=lhs)
+                           qs[i], ks[j], scores[i, j], lhs=lhs)
 
     subsection(t(f"rope.table_{key}"))
-    labels = range(table.shape[0])
-    heatmap(table, [f"k{j}" for j in labels], [f"q{i}" for i in labels], key=key,
+    labels = range(scores.shape[0])
+    heatmap(scores, [f"k{j}" for j in labels], [f"q{i}" for i in labels], key=key,
             explain=cell, **style)
 
 
@@ -102,10 +103,11 @@ def shifted(q, k, a: float, b: float, pair: pos.PairRotation) -> None:
         vectors({"R<sub>α+m</sub>q": moved.after.q_rot, "R<sub>β+m</sub>k": moved.after.k_rot},
                 key="moved", height=320)
     with cols[1]:
-        st.table(pd.DataFrame(
+        table(pd.DataFrame(
             [state_row(t("rope.before"), moved.before, a, b),
              state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
-            columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]))
+            columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]),
+            name=t("rope.shift_title"))
         if moved.unchanged:
             st.success(t("rope.unchanged", dot=num(moved.after.dot)))
         else:

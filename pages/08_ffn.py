@@ -18,6 +18,7 @@ from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
+from ui.tables import table
 
 ACTS = {"relu": r"\mathrm{ReLU}", "gelu": r"\mathrm{GELU}", "silu": r"\mathrm{SiLU}"}
 NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}
@@ -113,8 +114,8 @@ if choice_exercise("neg", t("ffn.ex_question"),
         lines(curves.x.tolist(), {NAMES[n]: v.tolist() for n, v in curves.values.items()},
               key="curves", x_title="h", y_title=t("ffn.act_y"),
               marks={label: float(v) for label, v in zip(hs, h, strict=True)}, table=False)
-        st.table(matrix_frame([v.tolist() for v in at_h.values()], hs,
-                              [NAMES[n] for n in at_h]))
+        table(matrix_frame([v.tolist() for v in at_h.values()], hs, [NAMES[n] for n in at_h]),
+              name=t("ffn.act_title"))
         st.markdown(t("ffn.act_note"))
 else:
     after_answer()

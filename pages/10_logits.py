@@ -111,14 +111,11 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
                         rf"\begin{{aligned}}\frac{{z}}{{T}} &= \frac{{{latex_vec(z)}}}"
                         rf"{{{short(temp)}}} = {latex_vec(cut.scaled_logits)} \\ p &= "
                         rf"{latex_vec(cut.probs_before_filter)}\end{{aligned}}")
-        if steps.shows(2):
-            note = "logits.k_all" if top_k >= V else "logits.k_keeps"
-            st.markdown(f"**2 · {t('logits.step_k')}** — " + t(note, k=top_k, v=V,
-                        w=words(cut.kept_top_k)) + f" `{vec(cut.after_top_k)}`")
-        if steps.shows(3):
-            note = "logits.p_all" if top_p == 1 else "logits.p_keeps"
-            st.markdown(f"**3 · {t('logits.step_p')}** — " + t(note, p=short(top_p),
-                        w=words(cut.kept)))
+        note = "logits.k_all" if top_k >= V else "logits.k_keeps"
+        steps.step(2, t(note, k=top_k, v=V, w=words(cut.kept_top_k))
+                   + f" `{vec(cut.after_top_k)}`")
+        note = "logits.p_all" if top_p == 1 else "logits.p_keeps"
+        steps.step(3, t(note, p=short(top_p), w=words(cut.kept)))
         if steps.step(4, f"`{vec(cut.probs)}`"):
             st.latex(r"\begin{gathered}" + r" \\ ".join(
                 renormalised(cut, j, rf"p_{{\text{{{w}}}}}") for j, w in enumerate(PAYERS)

@@ -17,6 +17,7 @@ from ui.inputs import number, text
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section, stage_link
 from ui.reveal import Stepper
+from ui.tables import table
 
 SOURCE = "who pays the shipping ?"
 TARGET = "运费 谁 承担"
@@ -68,8 +69,9 @@ def self_step(number: int, who: str, att, words, said: str) -> None:
 def shifted(ex: backbones.TranslationExample) -> None:
     """Teacher forcing on the example: what each decoder position reads, what it learns."""
     st.markdown(t("backbones.shift", start=backbones.START, first=ex.target[0]))
-    st.table(pd.DataFrame([ex.decoder_input, ex.target], columns=range(len(ex.target)),
-                          index=[t("backbones.row_input"), t("backbones.row_label")]))
+    table(pd.DataFrame([ex.decoder_input, ex.target], columns=range(len(ex.target)),
+                       index=[t("backbones.row_input"), t("backbones.row_label")]),
+          name=t("backbones.table_shift"))
 
 
 @part

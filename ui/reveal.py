@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from ui import state
+from ui import handout, state
 from ui.fold import fold_key
 from ui.i18n import t
 
@@ -51,6 +51,7 @@ class Stepper:
             return False
         tail = f" — {result}" if result else ""
         st.markdown(f"**{step} · {self.labels[step - 1]}**{tail}")
+        handout.add("step", (step, self.labels[step - 1], result))
         return True
 
     def _draw_controls(self) -> None:

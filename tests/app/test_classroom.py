@@ -5,11 +5,14 @@ The downloads' pure parts are tested in tests/unit/test_handout.py."""
 import csv
 import io
 import json
+import re
 import zipfile
+from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import assert_clean, open_page, page_text
+from tests.app.helpers import _walk, assert_clean, open_page, page_text
 from tests.unit.test_handout import latex_left
 from ui import classroom, handout
 from ui.i18n import catalogue
@@ -102,6 +105,8 @@ def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
     record = at.session_state["_handout"]
     page = handout.handout_html(record, {"made_from": "from", "answers": "ANSWERS"}, "http://x")
     assert "<math" in page and "3.028" in page and "0.670" in page
+    weights = catalogue(lang)["softmax.step_weights"]  # a walk's step, with its result
+    assert f'<p class="step"><b>3 · {weights}</b> — <code>[0.670, 0.330]</code>' in page
     answers = page.index("ANSWERS")
     assert page.index("page-break-before") < answers
     assert "0.330" in page[answers:]  # the numeric exercise's answer, on the last page
@@ -117,16 +122,73 @@ def test_shown_qr_code_follows_an_edit_made_in_a_section_that_reruns_alone():
 
 
 
-def test_no_handout_prints_latex_source():
-    """Every page, whole, in the class's language: each formula typeset as MathML, no
-    LaTeX command left in the text (they printed as \\begin{gathered} and 1.0002.000)."""
+_EXERCISE = re.compile(r'(?:choice|number)_exercise\(\s*(?:#[^\n]*\s*)?"(\w+)"')
+
+
+def all_answered(stage) -> dict:
+    """Session state in which every exercise of the stage has been answered (ui/exercise.py),
+    so that what waits for an answer is drawn too."""
+    names = _EXERCISE.findall(Path(stage.path).read_text(encoding="utf-8"))
+    return {f"_{stage.id}.ex.{name}.answered": 0 for name in names}
+
+
+class NotInDownloads(AssertionError):
+    """A table on screen that the CSV downloads and the handout do not hold."""
+
+
+def _cells(columns, rows) -> tuple:
+    return [str(c) for c in columns], [[str(v) for v in row] for row in rows]
+
+
+# Stage 13's pages are edited elsewhere; these two draw ui.charts.lines, whose table twin
+# is an st.table the downloads never see (the fix belongs in ui/charts.py).
+CHARTS_LINES_TWIN = pytest.mark.xfail(raises=NotInDownloads, strict=True,
+                                      reason="ui.charts.lines' table twin is not recorded")
+WHOLE_PAGES = [pytest.param(s, id=s.id, marks=[CHARTS_LINES_TWIN]
+                            if s.id in ("scaling", "pre_post_norm") else [])
+               for s in STAGES if not s.path.startswith("pages/13_")]
+
+
+@pytest.mark.parametrize("stage", WHOLE_PAGES)
+def test_every_handout_typesets_its_maths_and_the_csv_holds_every_table(stage):
+    """Every page, whole, every exercise answered, in the class's language: each formula
+    typeset as MathML, no LaTeX command left in the text (they printed as
+    \\begin{gathered} and 1.0002.000), and every table on screen (st.table or a scrolling
+    st.dataframe) is one of the downloads' CSV tables, cell for cell."""
+    state = all_answered(stage)
+    at = open_page(stage.path, "zh", state=state)
+    assert_clean(at)
+    exercises = {key.rsplit(".", 1)[0] for node in _walk(at.main)
+                 if (key := str(getattr(node, "key", None))).startswith(f"_{stage.id}.ex.")
+                 and key.endswith((".choice", ".value"))}
+    assert {f"{key}.answered" for key in exercises} <= set(state)  # none left unanswered
+    record = at.session_state["_handout"]
+    page = handout.handout_html(record, LABELS, "http://x", at.session_state["_url_now"])
+    assert latex_left(page) == []
+    formulas = sum(kind == "formula" for kind, _ in record.all_items())
+    assert page.count('<div class="formula"><math') == formulas
+    recorded = [_cells(table.columns, table.cells) for table in record.tables()]
+    missing = []
+    for node in _walk(at.main):
+        if node.type in ("table", "dataframe"):
+            shown = _cells(node.value.columns, node.value.astype(str).values.tolist())
+            if shown in recorded:
+                recorded.remove(shown)
+            else:
+                missing.append(shown[0])
+    if missing:
+        raise NotInDownloads(f"tables with columns {missing} are not in the downloads")
+
+
+def test_stage_13_handouts_print_no_latex_source():
     for stage in STAGES:
-        at = open_page(stage.path, "zh")
-        record = at.session_state["_handout"]
-        page = handout.handout_html(record, LABELS, "http://x", at.session_state["_url_now"])
-        assert latex_left(page) == [], stage.id
-        formulas = sum(kind == "formula" for kind, _ in record.all_items())
-        assert page.count('<div class="formula"><math') == formulas, stage.id
+        if stage.path.startswith("pages/13_"):
+            at = open_page(stage.path, "zh")
+            record = at.session_state["_handout"]
+            page = handout.handout_html(record, LABELS, "http://x", at.session_state["_url_now"])
+            assert latex_left(page) == [], stage.id
+            formulas = sum(kind == "formula" for kind, _ in record.all_items())
+            assert page.count('<div class="formula"><math') == formulas, stage.id
 
 
 def test_a_learner_part_way_through_a_walk_takes_home_every_step():
