@@ -21,6 +21,7 @@ from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.notes import shown_errors
 from ui.page import device_name, fold, part, section
+from ui.tables import table
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 NEW = " ★"  # marks a K/V row computed in the step shown
@@ -48,13 +49,13 @@ def kv_maps(att, head: int, k: int, tokens: list[str], n: int, gap: float, cache
         return t(f"generate.cell_{kind}", j=j, tok=tokens[j], made=made, k=k, gap=f"{gap:.1e}")
 
     for column, name in zip(st.columns(2), "kv", strict=True):
-        table = getattr(att, name)[0, head].cpu()  # [P + N, hd]
+        kv = getattr(att, name)[0, head].cpu()  # [P + N, hd]
         with column:
-            heatmap(table, [str(c) for c in range(hd)], labels, key=f"{name}_map",
-                    explain=lambda j, c, name=name, table=table: explain.formula(
-                        origin(j), f"{explain.cell_name(name, j, c)} = {num(table[j, c])}"),
+            heatmap(kv, [str(c) for c in range(hd)], labels, key=f"{name}_map",
+                    explain=lambda j, c, name=name, kv=kv: explain.formula(
+                        origin(j), f"{explain.cell_name(name, j, c)} = {num(kv[j, c])}"),
                     title=t(f"generate.{name}_title", rows=rows, past=past, hd=hd),
-                    **diverging(table))
+                    **diverging(kv))
 
 
 def weights_map(att, head: int, tokens: list[str]) -> None:
@@ -121,7 +122,7 @@ def work_table(cmp: CacheComparison, tokens: list[str], n: int, n_new: int) -> N
     st.markdown(t("generate.work_lead"))
     pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
                 strict=True)
-    st.table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
+    table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
         a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
         a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
         for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[

@@ -18,6 +18,7 @@ from ui.inputs import choice, text
 from ui.notes import shown_errors
 from ui.page import device_name, part, section
 from ui.state import kit_key
+from ui.tables import table
 
 MAX_CHARS = 40  # the box's limit; the model's own limit gets a translated message
 PARTS = ("reason", "item", "rest")
@@ -72,7 +73,7 @@ def shares_table(insp: Inspection) -> None:
     sizes = {p: len(positions(insp, p)) for p in PARTS}
     names = [t("inside.head_label", b=s.block, h=s.head) for s in insp.heads]
     rows = [[num(v) for v in shares] for shares in (*(s.shares for s in insp.heads), insp.uniform)]
-    st.table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
+    table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
                           columns=[t(f"inside.col_{p}", n=sizes[p]) for p in PARTS]))
     st.caption(t("inside.spans", reason="".join(insp.tokens[j] for j in insp.reason_positions),
                  item="".join(insp.tokens[j] for j in insp.item_positions) or "—"))

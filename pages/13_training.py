@@ -21,6 +21,7 @@ from ui.i18n import t
 from ui.inputs import number
 from ui.notes import random_weights_note, shown_errors
 from ui.page import section
+from ui.tables import table
 
 QUESTIONS = (RUNNING_EXAMPLE, TWIN)
 D = tr.DEFAULT_SETTINGS
@@ -99,6 +100,6 @@ if outcome is not None:
     columns = {t("training.col_yours"): answers(result.heldout, outcome.probes)}
     with shown_errors():
         columns[t("training.col_shipped")] = answers(*shipped())
-    st.table(pd.DataFrame(columns, index=rows))
+    table(pd.DataFrame(columns, index=rows))
     st.caption(t("training.table_note"))
     st.info(t("training.use_elsewhere"), icon=":material/arrow_forward:")
