@@ -6,15 +6,20 @@ import math
 from collections.abc import Iterable, Sequence
 
 DECIMALS = 3
+# Beyond this a fixed-decimals number is a wall of digits (e^100 has 44, 2 / 1e-300 has
+# 301): it is written in powers of ten instead.
+HUGE = 1e12
 
 
 def num(value: float, decimals: int = DECIMALS) -> str:
-    """Fixed decimals; -0.000 shows as 0.000; ±inf as ±∞."""
+    """Fixed decimals; -0.000 shows as 0.000; ±inf as ±∞; beyond ±1e12, 2.688e+43."""
     value = float(value)
     if math.isinf(value):
         return "−∞" if value < 0 else "∞"
     if math.isnan(value):
         return "NaN"
+    if abs(value) >= HUGE:
+        return f"{value:.{decimals}e}"
     text = f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
@@ -24,8 +29,13 @@ def vec(values: Iterable[float], decimals: int = DECIMALS) -> str:
 
 
 def short(value: float) -> str:
-    """Inputs as the learner typed them: 1 rather than 1.000."""
+    """Inputs as the learner typed them: 1 rather than 1.000; a value too small for three
+    decimals keeps its digits (1e-300, not 0), a huge one its power of ten."""
     value = float(value)
+    if not math.isfinite(value):
+        return num(value)
+    if value != 0 and (abs(value) < 0.0005 or abs(value) >= HUGE):
+        return f"{value:.3g}"
     if value.is_integer():
         return str(int(value))
     return num(value).rstrip("0").rstrip(".")
