@@ -18,7 +18,7 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import state
+from ui import state, tables
 from ui.figures import matrix_frame, png_config, readable
 from ui.fmt import num, short
 from ui.i18n import t
@@ -109,8 +109,8 @@ def lines(
     if table:
         with st.expander(t("kit.as_table")):
             columns = [short(v) for v in x]
-            st.table(matrix_frame([list(ys) for ys in series.values()], columns,
-                                  list(series), decimals))
+            tables.table(matrix_frame([list(ys) for ys in series.values()], columns,
+                                      list(series), decimals))
 
 
 def lines_figure(

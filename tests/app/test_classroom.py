@@ -140,13 +140,7 @@ def _cells(columns, rows) -> tuple:
     return [str(c) for c in columns], [[str(v) for v in row] for row in rows]
 
 
-# Stage 13's pages are edited elsewhere; these two draw ui.charts.lines, whose table twin
-# is an st.table the downloads never see (the fix belongs in ui/charts.py).
-CHARTS_LINES_TWIN = pytest.mark.xfail(raises=NotInDownloads, strict=True,
-                                      reason="ui.charts.lines' table twin is not recorded")
-WHOLE_PAGES = [pytest.param(s, id=s.id, marks=[CHARTS_LINES_TWIN]
-                            if s.id in ("scaling", "pre_post_norm") else [])
-               for s in STAGES if not s.path.startswith("pages/13_")]
+WHOLE_PAGES = [pytest.param(s, id=s.id) for s in STAGES]
 
 
 @pytest.mark.parametrize("stage", WHOLE_PAGES)
@@ -178,17 +172,6 @@ def test_every_handout_typesets_its_maths_and_the_csv_holds_every_table(stage):
                 missing.append(shown[0])
     if missing:
         raise NotInDownloads(f"tables with columns {missing} are not in the downloads")
-
-
-def test_stage_13_handouts_print_no_latex_source():
-    for stage in STAGES:
-        if stage.path.startswith("pages/13_"):
-            at = open_page(stage.path, "zh")
-            record = at.session_state["_handout"]
-            page = handout.handout_html(record, LABELS, "http://x", at.session_state["_url_now"])
-            assert latex_left(page) == [], stage.id
-            formulas = sum(kind == "formula" for kind, _ in record.all_items())
-            assert page.count('<div class="formula"><math') == formulas, stage.id
 
 
 def test_a_learner_part_way_through_a_walk_takes_home_every_step():
