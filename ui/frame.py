@@ -64,6 +64,7 @@ def navigation() -> StreamlitPage:
     language; returns the page this run draws. The URL paths are the stage ids."""
     _one_torch_thread()
     resolve_lang()
+    a11y.claim_unknown_page()  # an unknown path: the overview with our note, not Streamlit's
     sections = {
         t(f"nav.{name}") if name else "": [st_page(by_id(s)) for s in stage_ids]
         for name, stage_ids in NAV_SECTIONS
