@@ -8,11 +8,12 @@ module does about it:
   text needs. At 75 % they are 6.1:1 on white and 5.9:1 on the sidebar.
 - `<html lang="en">` on every page: a screen reader then reads Chinese with an English
   voice. The page's language is set to the one shown (zh-CN or en).
-- a formula wider than its column scrolls (ui/frame.py's CSS), but a keyboard cannot
-  reach a scrolling box that holds nothing focusable. A formula that overflows by more
-  than a rounding error (3 px) scrolls and is focusable (tabindex=0), only while it
-  does; one that overflows by a pixel or two (a formula scaled to fit its column keeps
-  about 2 px) no longer scrolls: it showed the same without scrolling anyway.
+- a formula wider than its column scrolls (ui/frame.py's CSS), as does a wide table on
+  a narrow screen, but a keyboard cannot reach a scrolling box that holds nothing
+  focusable. A table (or a block of code) gets a tab stop while it scrolls. A formula
+  that overflows by more than a rounding error (3 px) scrolls and gets one, only while
+  it does; one that overflows by a pixel or two (a formula scaled to fit its column
+  keeps about 2 px) no longer scrolls: it showed the same without scrolling anyway.
 - the navigation's `<ul>` holds its sections as `<div>`s: a list of lists without list
   items, so its items count as outside any list. The outer list becomes presentational
   and each section a list named after its header.
@@ -55,7 +56,8 @@ _CSS = f"""<style>
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY}; }}
 [data-testid="stMarkdownContainer"] .katex-display {{ overflow-x: hidden; }}
 [data-testid="stMarkdownContainer"] .katex-display.a11y-scrolls {{ overflow-x: auto; }}
-.katex-display.a11y-scrolls:focus-visible {{ outline: 2px solid #3b5bdb; outline-offset: 2px; }}
+.katex-display.a11y-scrolls:focus-visible, [data-a11y-focus]:focus-visible {{
+  outline: 2px solid #3b5bdb; outline-offset: 2px; }}
 </style>"""
 
 # One script per run; its text changes only with the language, and Streamlit runs an
@@ -134,30 +136,51 @@ _JS = """<script>
       const wide = box.scrollWidth > box.clientWidth + 3;
       if (wide && !box.classList.contains("a11y-scrolls")) {
         box.classList.add("a11y-scrolls");
-        box.setAttribute("tabindex", "0");
+        set(box, "tabindex", "0");
       } else if (!wide && box.classList.contains("a11y-scrolls")) {
         box.classList.remove("a11y-scrolls");
         box.removeAttribute("tabindex");
       }
     });
   };
+  // Only what differs is written: writing an attribute, even the same value, is a
+  // change the observers see, and would start the next pass, frame after frame.
+  const set = (el, name, value) => {
+    if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+  };
   // The navigation: its sections are div elements inside its ul (a list).
   const fixNavigation = () => {
     const list = document.querySelector('[data-testid="stSidebarNavItems"]');
     if (!list) return;
-    list.setAttribute("role", "none");
+    set(list, "role", "none");
     for (const child of list.children) {
-      if (child.tagName === "LI") { child.setAttribute("role", "none"); continue; }
-      child.setAttribute("role", "list");
+      if (child.tagName === "LI") { set(child, "role", "none"); continue; }
+      set(child, "role", "list");
       const header = child.querySelector('[data-testid="stNavSectionHeader"]');
       const name = header && header.querySelector("p");
-      if (name) child.setAttribute("aria-label", name.textContent.trim());
+      if (name) set(child, "aria-label", name.textContent.trim());
     }
   };
+  // Other boxes that scroll sideways on a narrow screen: a table, a block of code.
+  const SCROLLERS = '[data-testid="stTable"] > div, [data-testid="stMain"] pre';
+  const focusScrollers = () => {
+    document.querySelectorAll(SCROLLERS).forEach((box) => {
+      if (!watched.has(box)) { watched.add(box); resized.observe(box); }
+      const wide = box.scrollWidth > box.clientWidth + 3 || box.scrollHeight > box.clientHeight + 3;
+      if (wide && !box.hasAttribute("tabindex")) {
+        box.dataset.a11yFocus = "1";
+        set(box, "tabindex", "0");
+      } else if (!wide && box.dataset.a11yFocus) {
+        delete box.dataset.a11yFocus;
+        box.removeAttribute("tabindex");
+      }
+    });
+  };
   const layout = () => {
-    document.documentElement.lang = A.lang;
+    set(document.documentElement, "lang", A.lang);
     fixNavigation();
     focusFormulas();
+    focusScrollers();
   };
   // After the frame's own per-frame fitting of formulas (ui/classroom.py), which was
   // registered earlier and so runs first in the same animation frame.
