@@ -506,7 +506,7 @@ class Teacher(Tab):
                              {"Cookie": self.cookie}) as self.socket:
                 self.process = upstream(self.socket)
                 first = self.bench.stages[0]
-                self.query = whole_page_query(first)
+                self.query = "" if self.bench.args.folded else whole_page_query(first)
                 self.interact("open", "", page_name=self.bench.pages[first])
                 self.loop(lambda: self.stage == first and not self.mine())
                 key = self.widget("_class_start")
@@ -526,11 +526,13 @@ class Teacher(Tab):
             self.bench.started.set()  # the followers stop waiting
 
     def move(self) -> None:
-        """The next stage, whole, keeping the class code (the frame's links carry it)."""
+        """The next stage, keeping the class code (the frame's links carry it): whole,
+        or with --folded its first part only, as the footer's link opens it."""
         index = (len(self.bench.moves) + 1) % len(self.bench.stages)
         stage = self.bench.stages[index]
         kept = [(k, v) for k, v in parse_qsl(self.query) if "." not in k]
-        query = urlencode([*kept, *parse_qsl(whole_page_query(stage))])
+        rest = [] if self.bench.args.folded else parse_qsl(whole_page_query(stage))
+        query = urlencode([*kept, *rest])
         with self.bench.lock:
             self.bench.moves.append(Move(stage, time.monotonic()))
         self.query = query
@@ -1060,6 +1062,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle", type=float, default=30.0,
                         help="seconds of following alone (only the polls) before the class "
                              "acts, and of the quiet server before anyone connects (30)")
+    parser.add_argument("--folded", action="store_true",
+                        help="the teacher opens each stage with its first part only, as "
+                             "the footer's link does (default: the whole page)")
     parser.add_argument("--stages", nargs="+", metavar="ID",
                         help="the teacher's walk, in order (default: every stage in the "
                              "lesson's order)")
@@ -1088,7 +1093,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def describe(args: argparse.Namespace, store: Store, stages: list[str]) -> str:
     return (f"settings: the class server, {args.processes} Streamlit processes behind nginx; "
             f"store: {store.described}; 1 teacher moving every {args.move:g} s through "
-            f"{', '.join(stages[: max(2, int(args.seconds // args.move) + 1)])}...; "
+            f"{', '.join(stages[: max(2, int(args.seconds // args.move) + 1)])}... "
+            f"({'the first part of each stage' if args.folded else 'each stage whole'}); "
             f"{plural(args.followers, 'follower')}, an input change every {args.think:g} s "
             f"and an answer every {args.answer:g} s (+-{JITTER:.0%}); idle window "
             f"{args.idle:g} s; class {args.seconds:g} s; timeout {args.timeout:g} s\n")
