@@ -12,7 +12,7 @@ Key names, one rule (docs/architecture.md, "State and URLs"):
   ("V", "Q") would crash each other. The stage id is the page's URL path.
 - a value shared on purpose by several stages lives in a listed namespace
   (SHARED_NAMESPACES: "hand.q") and means the same thing, with the same shape, on each;
-- the frame's own values (GLOBAL_KEYS: language, presenter view, device, class) have no
+- the frame's own values (GLOBAL_KEYS: language, presenter view, device, class, sentence) have no
   prefix.
 Any other name, dotted or not, is the current stage's.
 
@@ -38,10 +38,13 @@ import streamlit as st
 from ui.i18n import LANG_PARAM as LANG
 from ui.i18n import t
 
-PRESENT, DEVICE, CLASS = "present", "device", "class"
-# The frame's values: the same on every page (CLASS: the class session's code, ui/class_session.py)
-GLOBAL_KEYS = (LANG, PRESENT, DEVICE, CLASS)
-SHARED_NAMESPACES = ("hand",)  # stages 2-5's hand example (ui/hand_example.py)
+PRESENT, DEVICE, CLASS, SENTENCE = "present", "device", "class", "sentence"
+# The frame's values: the same on every page (CLASS: the class session's code,
+# ui/class_session.py; SENTENCE: the teacher's own sentence, ui/sentence.py)
+GLOBAL_KEYS = (LANG, PRESENT, DEVICE, CLASS, SENTENCE)
+# Values several stages share on purpose: stages 3-4's hand example (ui/hand_example.py)
+# and the running example's hand model, the chain of stages 1-10 (ui/chain.py)
+SHARED_NAMESPACES = ("hand", "chain")
 # URL prefixes of old links -> today's stage ids (the ids now match the page paths).
 OLD_PREFIXES = {"ngram": "ngrams", "multihead": "multi_head", "kvcache": "kv_cache",
                 "moe": "swiglu_moe", "residual": "residual_norm",
