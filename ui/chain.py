@@ -13,15 +13,27 @@ value is also kept under a key that is no widget's, and restored from it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import streamlit as st
 import torch
 
-from tinyformer.lessons.chain import DEFAULTS, SHAPES, ChainParams, ChainRun, run_chain
-from ui import state
+from tinyformer.lessons.chain import (
+    DEFAULTS,
+    SHAPES,
+    ChainParams,
+    ChainRun,
+    run_chain,
+    unmasked_weights,
+)
+from ui import classroom, state
+from ui.fmt import DECIMALS, num
+from ui.i18n import t
 from ui.inputs import matrix_input
+from ui.page import link_to
 from ui.parse import MAX_TEXT, ParseError, format_matrix, parse_matrix
+from ui.stages import by_id
 from ui.state import text_codec
 
 # How each value is named on screen (a formula's symbol: the same in both languages).
@@ -96,3 +108,82 @@ def params() -> ChainParams:
 def run() -> ChainRun:
     """The chain with the learner's values: call it after the page's own `edit` boxes."""
     return run_chain(params())
+
+
+# --- The strip: where this stage sits in the chain (issue 16, part 2) -----------------
+@dataclass(frozen=True)
+class End:
+    """One side of a stage's strip: a tensor of the chain, named, with the stage it comes
+    from (entering) or goes to (leaving)."""
+
+    name: str  # text key chain.t_<name>: what the tensor is
+    tensor: Callable[[ChainRun], torch.Tensor]
+    link: str | None  # the stage it comes from or goes to; None: none
+
+
+def _unmasked(r: ChainRun) -> torch.Tensor:
+    return unmasked_weights(r)  # [N, N]
+
+
+# Stage id -> (entering, leaving). The lesson's order decides the links: a tensor enters
+# from the stage that computed it and leaves for the next stage that reads it.
+STRIP: dict[str, tuple[End, End]] = {
+    "tokens": (End("ids", lambda r: r.ids, None), End("X", lambda r: r.X, "qkv")),
+    "qkv": (End("X", lambda r: r.X, "tokens"), End("S", lambda r: r.scores, "softmax")),
+    "softmax": (End("S", lambda r: r.scores, "qkv"), End("W0", _unmasked, "masks")),
+    "scaling": (End("S", lambda r: r.scores, "qkv"), End("S2", lambda r: r.scaled, "masks")),
+    "masks": (End("S2", lambda r: r.scaled, "scaling"), End("A", lambda r: r.A, "residual_norm")),
+    "multi_head": (End("A1", lambda r: r.A, "masks"), End("A", lambda r: r.A, "residual_norm")),
+    "ffn": (End("H", lambda r: r.H, "masks"), End("F", lambda r: r.ffn.output, "residual_norm")),
+    "residual_norm": (End("A", lambda r: r.A, "masks"), End("Y", lambda r: r.Y, "logits")),
+    "logits": (End("Y3", lambda r: r.Y[-1], "residual_norm"), End("P", lambda r: r.probs, None)),
+}
+# Stages outside the chain say so in one line (chain.line_<id>); the overview says nothing.
+LINES = ("ngrams", "embeddings", "bpe", "context", "positions", "rope", "swiglu_moe",
+         "pre_post_norm", "decoding", "kv_cache", "forward", "backbones", "training",
+         "inside", "generate")
+
+
+def numbers(tensor: torch.Tensor) -> str:
+    """A tensor in one line, as a matrix box takes it: rows separated by ';'. One number
+    of decimals for the whole tensor: none when every number is whole, else 3."""
+    flat = tensor.flatten().tolist()
+    dec = 0 if all(float(v).is_integer() for v in flat) else DECIMALS
+    rows = tensor.tolist() if tensor.dim() == 2 else [tensor.tolist()]
+    return "[" + "; ".join(", ".join(num(v, dec) for v in row) for row in rows) + "]"
+
+
+def shape_text(tensor: torch.Tensor) -> str:
+    return "[" + " × ".join(str(n) for n in tensor.shape) + "]"
+
+
+def strip(stage_id: str) -> None:
+    """Under a stage's title: the running example's tensor entering this stage (with a
+    link to where it was computed) and the one leaving it (with a link to where it is
+    read next); a line for the stages outside the chain. In presenter view one line: the
+    numbers are in each name's tooltip."""
+    if stage_id in LINES:
+        st.caption(t("chain.label") + " · " + t(f"chain.line_{stage_id}"),
+                   help=t("chain.words"))
+        return
+    if stage_id not in STRIP:
+        return
+    r = run()
+    presenting = classroom.presenting()
+    with st.container(horizontal=True, vertical_alignment="center", gap="small",
+                      key="chain_strip"):
+        st.caption(t("chain.label"), help=t("chain.words"), width="content")
+        for side, end in zip(("in", "out"), STRIP[stage_id], strict=True):
+            tensor = end.tensor(r)
+            named = f"{t(f'chain.{side}')} {t(f'chain.t_{end.name}')} {shape_text(tensor)}"
+            if presenting:
+                st.caption(named, help=numbers(tensor), width="content")
+            else:
+                st.caption(f"{named} = {numbers(tensor)}", width="content")
+            if end.link is not None:
+                target = by_id(end.link)
+                link_to(target, t(f"chain.{side}_link", n=target.number),
+                        icon=":material/arrow_back:" if side == "in"
+                        else ":material/arrow_forward:")
+            elif side == "out":
+                st.caption(t("chain.end"), width="content")

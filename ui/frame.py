@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import a11y, class_session, classroom, exercise, handout, presenter, state
+from ui import a11y, chain, class_session, classroom, exercise, handout, presenter, state
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, t
@@ -99,6 +99,7 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
     stage = by_id(page) if isinstance(page, str) else by_url(page.url_path)
     _set_up(stage)
     bar = _header(stage)
+    chain.strip(stage.id)  # where the running example's hand model is (issue 16)
     share_box, downloads_box = _sidebar(stage, bar)
     folded = False
     try:

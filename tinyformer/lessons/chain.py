@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinyformer.attention import scaled_dot_product_attention
+from tinyformer.attention import AttentionTrace, scaled_dot_product_attention
 from tinyformer.ffn import FeedForwardTrace, feed_forward
 from tinyformer.lessons.example import PAYERS, RUNNING_WORDS, TAIL4
 from tinyformer.masks import causal_mask
@@ -135,3 +135,15 @@ def run_chain(params: ChainParams | None = None) -> ChainRun:
     return ChainRun(p, ids, table, X, Q, K, V, attn.scores, attn.scaled, attn.masked,
                     attn.weights, attn.output, R, norm, H, ffn, Y, logits,
                     torch.softmax(logits, dim=-1))
+
+
+def unmasked_attention(run: ChainRun) -> AttentionTrace:
+    """The chain's Q, K, V through attention with no mask: stage 3's view, taught before
+    stage 5.1 adds the causal mask. Its last row is the chain's own (the last position may
+    read every position, so the mask blocks nothing there)."""
+    return scaled_dot_product_attention(run.Q, run.K, run.V, scale=1 / math.sqrt(WIDTH))
+
+
+def unmasked_weights(run: ChainRun) -> torch.Tensor:
+    """softmax(S / sqrt(d)) row by row, no mask: [N, N]."""
+    return unmasked_attention(run).weights
