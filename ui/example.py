@@ -18,7 +18,7 @@ from tinyformer.lessons.example import TWIN_SAME_PLACE as Q2_SAME_PLACE
 from tinyformer.lessons.example import TWIN_WORDS as Q2_WORDS
 from ui import state
 from ui.i18n import current_lang, t
-from ui.inputs import text
+from ui.sentence import current, follow
 
 __all__ = ["PAYERS", "Q1", "Q1_WORDS", "Q2", "Q2_SAME_PLACE", "Q2_WORDS", "TAIL4", "TAIL6",
            "gloss", "question_box"]
@@ -36,12 +36,15 @@ def gloss(words) -> None:
 
 
 def question_box(name: str, label: str, limit: int) -> str:
-    """A sentence box that opens on question 1, with a button for each question of the
-    running example (and their glossary): the sentence typed, at most `limit` chars."""
-    sentence = text(name, label, Q1, limit)
+    """A sentence box that opens on the teacher's sentence (ui/sentence.py, by default
+    question 1) and follows it, with a button for each question of the running example
+    and the teacher's own (and their glossary): the sentence typed, at most `limit` chars."""
+    sentence = follow(name, label, limit)
+    own = current()[:limit]
     with st.container(horizontal=True):
-        for n, question in enumerate((Q1, Q2), start=1):
-            st.button(f"「{question}」", on_click=st.session_state.__setitem__,
-                      args=(state.qualify(name), question), key=state.private(name, f"q{n}"))
+        for part, question in (("own", own), ("q1", Q1), ("q2", Q2)):
+            if part != "own" or own not in (Q1, Q2):
+                st.button(f"「{question}」", on_click=st.session_state.__setitem__,
+                          args=(state.qualify(name), question), key=state.private(name, part))
     gloss(Q1_WORDS + Q2_WORDS)
     return sentence

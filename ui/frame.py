@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import a11y, chain, class_session, classroom, exercise, handout, presenter, state
+from ui import a11y, chain, class_session, classroom, exercise, handout, presenter, sentence, state
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, t
@@ -174,6 +174,7 @@ def _sidebar(stage: Stage, bar: _Bar | None):
                   help=_keys_help())
         if bar is None:
             _reset_button(stage)
+        sentence.box()  # the teacher's own sentence, the example of every stage
         if stage.uses_device:  # only pages that run a model read it
             _device_choice()
         class_session.sidebar()
