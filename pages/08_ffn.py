@@ -4,19 +4,21 @@ and narrows it back; every position alone, with the same weights."""
 from functools import partial
 
 import streamlit as st
+import torch
 
 from tinyformer import ffn
-from ui import explain
+from tinyformer.lessons.chain import ChainRun
+from ui import chain, explain
 from ui.charts import lines
 from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap, matrix_frame
-from ui.fmt import as_typed, dot_terms, latex_matrix, latex_vec, num, places, term, vec
+from ui.fmt import as_typed, dot_terms, latex_matrix, latex_vec, num, places, vec
 from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
-from ui.page import part, section
+from ui.page import section
 from ui.reveal import Stepper
 from ui.tables import table
 
@@ -32,44 +34,63 @@ def weights(name: str, sub: str, default: list, rows: int) -> object:
                         slider_labels=labels)
 
 
-def hidden_cell(run, X, w1, b1, act: str, i: int, j: int) -> str:
-    """a_{i,j} = ReLU(x_i · column j of W₁ + b₁[j]) with the numbers written out."""
-    pre = run.together.hidden_pre[i, j]
-    a = run.together.hidden[i, j]
-    inner = rf"{dot_terms(X[i].tolist(), w1[:, j].tolist())} + {term(b1[j])}"
-    return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j, act=NAMES[act]),
-                           rf"{explain.cell_name('a', i, j)} = {ACTS[act]}({inner}) = "
-                           rf"{ACTS[act]}({num(pre)}) = {num(a)}")
+def chain_sliders(symbol: str, rows: int, cols: int) -> list[str]:
+    """Slider names for a weight of the running example's model: W₁[0,2] (running example)."""
+    return [t("ffn.chain_slider", cell=f"{symbol}[{r},{c}]") for r in range(rows)
+            for c in range(cols)]
 
 
-def out_cell(run, w2, b2, i: int, c: int) -> str:
-    """y_{i,c} = a_i · column c of W₂ + b₂[c]."""
-    a = run.together.hidden[i].tolist()
-    y = run.together.output[i, c]
+def hidden_cell(run: ChainRun, i: int, j: int) -> str:
+    """a_{i,j} = ReLU(H_i · column j of W₁), with the numbers written out."""
+    H, w1 = run.H, run.params.W1  # [N, d], [d, F]
+    return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j),
+                           rf"{explain.cell_name('a', i, j)} = \mathrm{{ReLU}}"
+                           rf"({dot_terms(H[i].tolist(), w1[:, j].tolist())}) = "
+                           rf"\mathrm{{ReLU}}({num(run.ffn.hidden_pre[i, j])}) = "
+                           rf"{num(run.ffn.hidden[i, j])}")
+
+
+def out_cell(run: ChainRun, i: int, c: int) -> str:
+    """FFN(H)_{i,c} = a_i · column c of W₂."""
+    a, w2 = run.ffn.hidden[i].tolist(), run.params.W2  # [F], [F, d]
     return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c),
-                           rf"{explain.cell_name('y', i, c)} = "
-                           rf"{dot_terms(a, w2[:, c].tolist())} + {term(b2[c])} = {num(y)}")
+                           rf"{explain.cell_name('f', i, c)} = "
+                           rf"{dot_terms(a, w2[:, c].tolist())} = {num(run.ffn.output[i, c])}")
 
 
-@part
-def rows_at_once(w1, b1, w2, b2, act: str) -> None:  # X: this section's own input
-    section(t("ffn.rows_title"))
-    st.markdown(t("ffn.rows_lead"))
+def running_example() -> None:
+    """The running example's model (tinyformer.lessons.chain): its H through its FFN."""
+    section(t("ffn.chain_title"))
+    st.markdown(t("ffn.chain_lead"))
     gloss(TAIL4)
-    X = matrix_input("X", "X [4 × 2]", [[1, -1], [0, 1], [2, 1], [-1, 0.5]], rows=4)
-    with shown_errors():
-        run = ffn.position_wise(X, w1, b1, w2, b2, act)
-        units = [f"h[{j}]" for j in range(w1.shape[1])]
-        cols = st.columns(2)
-        with cols[0]:
-            heatmap(run.together.hidden, units, TAIL4, key="hidden_map",
-                    explain=partial(hidden_cell, run, X, w1, b1, act),
-                    title=t("ffn.hidden_table", act=NAMES[act]), **diverging(run.together.hidden))
-        with cols[1]:
-            heatmap(run.together.output, ["y[0]", "y[1]"], TAIL4, key="out_map",
-                    explain=partial(out_cell, run, w2, b2), title=t("ffn.out_table"),
-                    **diverging(run.together.output))
-        st.success(t("ffn.rows_same", gap=f"{run.gap:.1g}"), icon=":material/equal:")
+    left, right = st.columns(2)
+    with left:
+        chain.edit("W1", t("ffn.chain_w1"), slider_labels=chain_sliders("W₁", 2, 3))
+    with right:
+        chain.edit("W2", t("ffn.chain_w2"), slider_labels=chain_sliders("W₂", 3, 2))
+    run = chain.run()
+    st.markdown(t("ffn.chain_input"))
+    table(matrix_frame(torch.cat([run.A, run.H], dim=1).tolist(),
+                       ["A[0]", "A[1]", "H[0]", "H[1]"], list(TAIL4)),
+          name=t("ffn.chain_input_table"))
+    last = len(TAIL4) - 1
+    formula(rf"H_{last} = \mathrm{{RMSNorm}}(X_{last} + A_{last})",
+            rf"\mathrm{{RMSNorm}}\left({as_typed(run.X[last])} + {latex_vec(run.A[last])}\right)"
+            rf" = \mathrm{{RMSNorm}}\left({latex_vec(run.R[last])}\right)"
+            rf" = {latex_vec(run.H[last])}")
+    units = [f"a[{j}]" for j in range(run.ffn.hidden.shape[1])]
+    cols = st.columns(2)
+    with cols[0]:
+        heatmap(run.ffn.hidden, units, TAIL4, key="chain_hidden",
+                explain=partial(hidden_cell, run), title=t("ffn.hidden_table"),
+                **diverging(run.ffn.hidden))
+    with cols[1]:
+        heatmap(run.ffn.output, ["FFN(H)[0]", "FFN(H)[1]"], TAIL4, key="chain_out",
+                explain=partial(out_cell, run), title=t("ffn.out_table"),
+                **diverging(run.ffn.output))
+    alone = ffn.position_wise(run.H, run.params.W1, None, run.params.W2, None, "relu")
+    st.success(t("ffn.rows_same", gap=f"{alone.gap:.1g}"), icon=":material/equal:")
+    st.markdown(t("ffn.chain_next", f=vec(run.ffn.output[last])))
 
 
 st.caption(t("ffn.tokens"))
@@ -147,5 +168,5 @@ with shown_errors():
     else:
         after_answer()
 
-rows_at_once(w1, b1, w2, b2, act)
+running_example()
 st.caption(t("ffn.context_note"))

@@ -1,6 +1,8 @@
 """Stage 8.1 in AppTest: the FFN hand example of docs/curriculum.md, stage 8, live; the
-activation switch; the collapse without an activation; every position through the same
-weights. Expected numbers come from PyTorch's own functions, not from tinyformer. What
+activation switch; the collapse without an activation; the running example's hand model
+with its own weights, every position alone. Expected numbers come from PyTorch's own
+functions, not from tinyformer, except the hand model's (tinyformer.lessons.chain, checked
+against PyTorch in tests/unit/test_chain.py). What
 answers an exercise shows only once it is answered: most tests open the page with every
 exercise answered."""
 
@@ -22,12 +24,12 @@ from tests.app.helpers import (
     reveal,
     tables,
 )
+from tinyformer.lessons.chain import ChainParams, run_chain
 from ui.fmt import vec
 
 PAGE = "pages/08_ffn.py"
 W1 = [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]]
 W2 = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
-X_ROWS = [[1.0, -1.0], [0.0, 1.0], [2.0, 1.0], [-1.0, 0.5]]
 ACT = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 MERGED = r"\begin{bmatrix}1.000 & 1.000 \\ 0.000 & 0.000\end{bmatrix}"
 # Every exercise answered (as session state, no extra run): the gated parts show.
@@ -70,15 +72,18 @@ def test_defaults_show_the_worked_numbers(default_page, lang):
     assert "h[0] = 1.000" in tables(at)[0].columns[0]  # one number of decimals in the table
 
 
-def test_every_position_goes_through_the_same_weights(default_page):
-    out = tables(default_page[ONE_LANG[0]])[-1]  # the output table, one row per position
-    y = F.relu(torch.tensor(X_ROWS) @ torch.tensor(W1)) @ torch.tensor(W2)
-    assert [list(map(float, row)) for row in out.values] == y.tolist()
+def test_the_running_example_takes_its_own_weights_here():
+    """chain.W2 is edited on this stage: its FFN output follows, one row per position,
+    and the stage's link carries it; the small example above keeps its own W₂."""
     at = open_page(PAGE)
-    at.text_input("ffn.X").input("1, -1; 0, 1; 5, -2; -1, 0.5").run()  # row 承担 edited
-    edited = tables(at)[-1]
-    assert edited.iloc[[0, 1, 3]].equals(out.iloc[[0, 1, 3]])  # the other rows stay
-    assert not edited.iloc[2].equals(out.iloc[2])
+    at.text_input("chain.W2").input("1, 0; 0, 1; 1, 1").run()
+    assert_clean(at)
+    w2 = torch.tensor([[1.0, 0], [0, 1], [1, 1]], dtype=torch.float64)
+    run = run_chain(ChainParams(**{**ChainParams.defaults().__dict__, "W2": w2}))
+    out = tables(at)[-1]
+    assert out.values.tolist() == [[f"{v:.3f}" for v in row] for row in run.ffn.output.tolist()]
+    assert at.query_params["chain.W2"] == "1, 0; 0, 1; 1, 1"
+    assert "[1.000, 2.000]" in page_text(at)  # the small example's own output is unchanged
     assert "largest difference 0" in page_text(at)
 
 
@@ -120,7 +125,7 @@ def test_bad_link_values_fall_back_with_a_note():
 
 @pytest.mark.parametrize(("key", "wrong_shape"), [
     ("ffn.x", "1, 2, 3"), ("ffn.W1", "1, 0; 0, 1"), ("ffn.W2", "1, 0; 0, 1"),
-    ("ffn.b1", "0, 0"), ("ffn.b2", "0, 0, 0"), ("ffn.X", "1, 2; 3, 4"),
+    ("ffn.b1", "0, 0"), ("ffn.b2", "0, 0, 0"), ("chain.W1", "1, 2; 3, 4"),
 ])
 def test_bad_input_in_every_box_shows_one_message(key, wrong_shape):
     at = page()
@@ -157,15 +162,16 @@ def test_number_exercise_without_the_activation(typed, right):
 
 
 def test_cells_explain_themselves():
-    at = page(state=click(("ffn.out_map", 0, 1)))
+    at = page(state=click(("ffn.chain_out", 3, 0)))
     text = explanations(at)
-    # Row 0, column 1 of the heatmap: the first word's output component 1, counted from 0
-    # as in its labels and slider names (W₁[0,2]).
-    assert r"y_{0,1} = 1\cdot0 + 0\cdot1 + 2\cdot1 + 0 = 2.000" in text and "Output 1 of" in text
-    at = page(params={"ffn.hidden_map": "1,1", "ffn.act": "gelu"})
-    # 谁 = [0, 1]: h = 0·0 + 1·1 + 0 = 1, GELU(1) = 0.841
-    assert r"a_{1,1} = \mathrm{GELU}(0\cdot0 + 1\cdot1 + 0) = \mathrm{GELU}(1.000) = 0.841" \
-        in explanations(at)
+    # Row 3 (「？」), column 0: its hidden values times column 0 of the chain's W₂,
+    # counted from 0 as in the labels and slider names (W₁[0,2]).
+    assert r"f_{3,0} = 1.161\cdot1 + 0\cdot0 + 0\cdot(-1) = 1.161" in text
+    assert "Output 0 of" in text
+    at = page(params={"ffn.chain_hidden": "3,1"})
+    # H[？] = [1.161, -0.807] times column 1 of W₁, [-1, 1]: -1.968, cut by ReLU
+    assert (r"a_{3,1} = \mathrm{ReLU}(1.161\cdot(-1) + (-0.807)\cdot1) = "
+            r"\mathrm{ReLU}(-1.968) = 0.000") in explanations(at)
 
 
 def test_step_by_step_link():
