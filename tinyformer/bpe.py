@@ -208,6 +208,12 @@ class BPETokenizer:
             partial=tuple(not is_whole_utf8(d) for d in data),
         )
 
+    def count(self, text: str) -> int:
+        """How many tokens the text becomes: encode's IDs alone, without the display
+        strings that `encode` builds for every token (merge_run asks once per merge)."""
+        _check_text(text)
+        return len(self._tokenizer.encode(text).ids)
+
     def first_merges(self, k: int) -> BPETokenizer:
         """The same tokenizer knowing only its first k merges (0: bytes only).
 
@@ -347,7 +353,7 @@ def merge_run(bpe: BPETokenizer, text: str) -> MergeRun:
     """Encode the text with the first k merges for every k; each merge applied joins two
     pieces into one, so the drop in the token count is how often it applied."""
     _check_text(text)
-    counts = tuple(len(bpe.first_merges(k).encode(text).ids) for k in range(len(bpe.merges) + 1))
+    counts = tuple(bpe.first_merges(k).count(text) for k in range(len(bpe.merges) + 1))
     return MergeRun(text, counts, tuple(a - b for a, b in pairwise(counts)))
 
 
