@@ -17,7 +17,7 @@ from ui.page import part, section
 from ui.tables import table
 
 MAX_LEN = 40  # characters in the box: up to 160 bytes, still one screen wide
-PARTIAL = "#e8590c"  # a token whose bytes are not whole characters
+PARTIAL = PALETTE[1]  # orange: a token whose bytes are not whole characters
 BYTES_TEXT = "运费12元"  # the byte-count exercise: Chinese characters and digits
 
 

@@ -138,3 +138,16 @@ def test_each_cell_number_is_written_once_in_the_ink_that_contrasts():
     assert written[(1, 0)] == ("", "1.000")  # the darkest blue: white
     assert written[(1, 1)] == ("−∞", "")  # a blocked cell, on the light grey background
     assert all((d == "") != (w == "") for d, w in written.values())  # exactly one ink
+
+
+# Pages that still type a colour of their own (not this test's owner's files; reported):
+# 0.2's word colours, one of which (#66a80f) stands 2.93:1 against white.
+TYPED_COLOURS_LEFT = {"00_embeddings.py"}
+
+
+def test_pages_take_their_colours_from_the_checked_palette():
+    """A colour typed in a page escapes the checks above: pages name PALETTE's colours
+    (1.2 marked its partial tokens #e8590c; now PALETTE[1])."""
+    typing = {page.name for page in (ROOT / "pages").glob("*.py")
+              if re.search(r"""["']#[0-9a-fA-F]{3,8}["']""", page.read_text(encoding="utf-8"))}
+    assert typing <= TYPED_COLOURS_LEFT, typing - TYPED_COLOURS_LEFT
