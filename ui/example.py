@@ -8,6 +8,8 @@ sub-word pieces.
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from tinyformer.lessons.example import PAYERS, TAIL4, TAIL6
@@ -17,6 +19,7 @@ from tinyformer.lessons.example import TWIN as Q2
 from tinyformer.lessons.example import TWIN_SAME_PLACE as Q2_SAME_PLACE
 from tinyformer.lessons.example import TWIN_WORDS as Q2_WORDS
 from ui import state
+from ui.a11y import HTML_LANG
 from ui.i18n import current_lang, t
 from ui.sentence import current, follow
 
@@ -30,9 +33,15 @@ def gloss(words) -> None:
     if current_lang() != "en":
         return
     known = [w for w in dict.fromkeys(words) if t(f"gloss.{w}") != f"gloss.{w}"]
-    pairs = [f"{w} *{t(f'gloss.{w}')}*" for w in known]
+    pairs = [f"{chinese(w)} *{t(f'gloss.{w}')}*" for w in known]
     if pairs:
-        st.caption(t("kit.glossary") + " " + " · ".join(pairs))
+        st.caption(t("kit.glossary") + " " + " · ".join(pairs), unsafe_allow_html=True)
+
+
+def chinese(word: str) -> str:
+    """A Chinese word inside English text, marked as Chinese (the page's language for
+    the Chinese view, ui/a11y.py), so a screen reader reads it with a Chinese voice."""
+    return f'<span lang="{HTML_LANG["zh"]}">{html.escape(word)}</span>'
 
 
 def question_box(name: str, label: str, limit: int) -> str:

@@ -462,3 +462,20 @@ def test_qualify_and_is_shared():
 
     assert state.is_shared("lang") and state.is_shared("hand.q")
     assert not state.is_shared("softmax.kB") and not state.is_shared("handy.q")
+
+
+# --- The glossary's Chinese words ----------------------------------------------------------
+def _glossary():
+    from ui.example import gloss
+    from ui.frame import around
+
+    with around("qkv"):
+        gloss(("运费", "承担", "nonsense"))
+
+
+def test_the_glossary_marks_its_chinese_words_as_chinese():
+    """A screen reader reads a word marked lang="zh-CN" with a Chinese voice."""
+    caption = next(c.value for c in _run(_glossary).caption if "运费" in c.value)
+    assert '<span lang="zh-CN">运费</span> *' in caption
+    assert '<span lang="zh-CN">承担</span> *' in caption
+    assert "nonsense" not in caption  # no gloss, no entry
