@@ -5,13 +5,15 @@ import math
 import streamlit as st
 import torch
 
-from tinyformer.norm import compare_norms
+from tinyformer.lessons.chain import EPS
+from tinyformer.norm import compare_norms, layer_norm
 from tinyformer.residual import residual_add
-from ui import explain
+from ui import chain, explain, state
 from ui.charts import bars
+from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import matrix_frame
-from ui.fmt import decimals_for, latex_matrix, num, places, term, vec
+from ui.fmt import decimals_for, latex_matrix, latex_vec, num, places, term, vec
 from ui.formula import formula, formula_steps
 from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
@@ -20,6 +22,7 @@ from ui.page import part, section
 from ui.reveal import Stepper
 from ui.tables import table
 
+SHIFT_ANSWERED = state.private("shift", "answered")  # read by the running example's part
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
 X_DEFAULT = (1, 3, 0, 4, 2, -1)  # the first d numbers are the default x
 
@@ -54,6 +57,7 @@ def mean_of(values, squared: bool = False) -> str:
 @part
 def residual() -> None:  # x and f(x): this section only
     section(t("residual_norm.res_title"))
+    st.caption(t("residual_norm.on_its_own"))
     left, right = st.columns(2)
     with left:
         x_res = vector("x", "x", [2, 1])
@@ -67,6 +71,7 @@ def residual() -> None:  # x and f(x): this section only
 @part
 def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
     section(t("residual_norm.norm_title"), folded=True)
+    st.caption(t("residual_norm.on_its_own"))
     st.markdown(t("residual_norm.norm_lead"))
     left, right = st.columns([3, 2])
     with left:
@@ -79,7 +84,7 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
         beta = matrix_input(f"b{d}", t("residual_norm.beta"), [0] * d)
     shifted = compare_norms(torch.tensor([11.0, 13.0], dtype=torch.float64), eps=eps)
     base = compare_norms(torch.tensor([1.0, 3.0], dtype=torch.float64), eps=eps)
-    choice_exercise("shift", t("residual_norm.ex_question"),
+    st.session_state[SHIFT_ANSWERED] = choice_exercise("shift", t("residual_norm.ex_question"),
                     [t(f"residual_norm.ex_{k}") for k in ("layer", "rms", "both", "neither")],
                     correct=0, explanation=t("residual_norm.ex_explain", layer=vec(
                         shifted.layer.output), rms=num(shifted.rms.rms), rms_out=vec(
@@ -166,6 +171,44 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
             )
 
 
+def running_example() -> None:
+    """The running example's hand model (tinyformer.lessons.chain): R = X + A,
+    H = RMSNorm(R), and after stage 8.1's FFN, Y = H + FFN(H)."""
+    section(t("residual_norm.chain_title"))
+    st.markdown(t("residual_norm.chain_lead"))
+    gloss(TAIL4)
+    run = chain.run()
+    words = list(TAIL4)
+    last = len(words) - 1
+    table(matrix_frame(torch.cat([run.X, run.A, run.R], dim=1).tolist(),
+                       ["X[0]", "X[1]", "A[0]", "A[1]", "R[0]", "R[1]"], words),
+          name=t("residual_norm.chain_r_table"))
+    st.markdown(t("residual_norm.chain_norm"))
+    table(matrix_frame(torch.cat([run.norm.rms, run.H], dim=1).tolist(),
+                       ["RMS(R)", "H[0]", "H[1]"], words), name=t("residual_norm.chain_h_table"))
+    r = run.R[last]
+    e = f"10^{{{round(math.log10(EPS))}}}"
+    rms = rf"\sqrt{{\overline{{R_{last}^2}} + \varepsilon}}"
+    formula_steps(rf"H_{last} = \frac{{R_{last}}}{{{rms}}}",
+                  rf"\frac{{{latex_vec(r)}}}{{\sqrt{{{mean_of(r.tolist(), True)} + {e}}}}}",
+                  rf"\frac{{{latex_vec(r)}}}{{{num(run.norm.rms[last])}}}",
+                  latex_vec(run.H[last]))
+    if st.session_state.get(SHIFT_ANSWERED):  # LayerNorm of two numbers answers "shift"
+        layer = layer_norm(run.R, eps=EPS).output  # [N, d]
+        st.markdown(t("residual_norm.chain_why_rms"))
+        table(matrix_frame(torch.cat([layer, run.H], dim=1).tolist(),
+                           ["LayerNorm(R)[0]", "LayerNorm(R)[1]", "RMSNorm(R)[0]",
+                            "RMSNorm(R)[1]"], words), name=t("residual_norm.chain_ln_table"))
+    else:
+        after_answer()
+    st.markdown(t("residual_norm.chain_y"))
+    table(matrix_frame(torch.cat([run.H, run.ffn.output, run.Y], dim=1).tolist(),
+                       ["H[0]", "H[1]", "FFN(H)[0]", "FFN(H)[1]", "Y[0]", "Y[1]"], words),
+          name=t("residual_norm.chain_y_table"))
+    st.markdown(t("residual_norm.chain_next", y=vec(run.Y[last])))
+
+
 st.caption(t("residual_norm.tokens"))
 residual()
 norms()
+running_example()
