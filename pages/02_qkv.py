@@ -4,21 +4,19 @@ import streamlit as st
 import torch
 
 from tinyformer.lessons import projection as pj
-from ui import explain
+from tinyformer.lessons.chain import IDS, VOCAB
+from ui import chain, explain
 from ui.example import Q1_WORDS, Q2_WORDS, TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_matrix, latex_vec, num, places, term
 from ui.formula import formula
-from ui.i18n import t
-from ui.inputs import choice, matrix_input, number, toggle
+from ui.i18n import current_lang, t
+from ui.inputs import choice, number, toggle
 from ui.notes import random_weights_note, shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
 
-X_DEFAULT = [[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]]  # 运费, 谁, 承担, ？
-W_DEFAULTS = {"q": [[-1, 0], [0, 1], [0, 0]], "k": [[0, 1], [1, 0], [0, 2]],
-              "v": [[1, 0], [0, 2], [1, 1]]}
 WORD = "运费"
 OTHER = "谁"
 cell = explain.cell_name
@@ -37,7 +35,10 @@ def scores_map(trace, q: str, k: str, name: str, icon: str) -> None:
     st.markdown(t("qkv.symmetric_yes" if trace.symmetric else "qkv.symmetric_no", i=TAIL4[a],
                   j=TAIL4[b], ij=num(trace.scores[a, b]), ji=num(trace.scores[b, a])) + " "
                 + t("qkv.best_keys", pairs=best, count=int(trace.self_best.sum())))
-    st.info(t(f"qkv.{name}_note"), icon=icon)
+    note = t(f"qkv.{name}_note")
+    if name == "proj" and trace.symmetric and not rand:  # the hand model's defaults
+        note += ("" if current_lang() == "zh" else " ") + t("qkv.proj_symmetric")
+    st.info(note, icon=icon)
 
 
 def short_vec(v: torch.Tensor) -> str:
@@ -83,13 +84,13 @@ with left:
         st.markdown(t("qkv.random_lead"))
         random_weights_note()
         x, w_q, w_k, w_v = pj.random_setup(4, d, d_k, torch.Generator().manual_seed(seed))
-    else:
+    else:  # the running example's hand model: X from stage 1.1's table, W_q, W_k, W_v here
         seed = 0
-        st.markdown(t("qkv.inputs_lead"))
-        x = matrix_input("X", "X [4 × 3]", X_DEFAULT, rows=4)
-        w_q, w_k, w_v = (matrix_input(f"W{n}", f"W_{n} [3 × 2]", w, rows=3, sliders=True,
-                         slider_labels=[f"W_{n}[{r},{c}]" for r in range(3) for c in range(2)])
-                         for n, w in W_DEFAULTS.items())
+        st.markdown(t("qkv.inputs_lead", ids=", ".join(map(str, IDS))))
+        x = chain.edit("X", slider_labels=[f"{w} · x[{c}]" for w in TAIL4 for c in range(2)])
+        w_q, w_k, w_v = (chain.edit(f"W{n}", slider_labels=[
+            f"W_{n}[{r},{c}]" for r in range(2) for c in range(2)]) for n in "qkv")
+        hand = chain.run()  # the chain's Q, K, V and scores: proj below holds the same numbers
 proj = pj.project_qkv(x, w_q, w_k, w_v)
 plain = pj.identity_qkv(x)
 dec = places(torch.cat([x.flatten(), w_q.flatten(), w_k.flatten(), w_v.flatten()]))
@@ -132,10 +133,13 @@ if why_v:
 section(t("qkv.why_title"))
 gloss(Q1_WORDS + Q2_WORDS)
 with shown_errors():
-    cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
-                       torch.Generator().manual_seed(seed), w_q, w_k, w_v)
-    others = t("qkv.list_sep").join(f"「{w}」" for w in cmp.rows if w not in TAIL4)
-    st.caption(t("qkv.context_rows", words=others))
+    # The hand model's table holds every word of question 1; random: only the four rows of X
+    known = dict(zip(TAIL4, x, strict=True)) if rand else dict(zip(VOCAB, hand.table,
+                                                                   strict=True))
+    cmp = pj.two_contexts(WORD, Q1_WORDS, Q2_WORDS, known,
+                          torch.Generator().manual_seed(seed), w_q, w_k, w_v)
+    others = t("qkv.list_sep").join(f"「{w}」" for w in cmp.rows if w not in known)
+    st.caption(t("qkv.context_rows" if rand else "qkv.context_rows_chain", words=others))
     random_weights_note()
     left, right = st.columns(2)
     with left:

@@ -18,33 +18,33 @@ from tests.app.helpers import (
     tables,
     type_bad,
 )
+from tinyformer.lessons.chain import DEFAULTS, VOCAB, run_chain
 from tinyformer.lessons.projection import identity_qkv, project_qkv, random_setup, two_contexts
 from ui.example import Q1_WORDS, Q2_WORDS, TAIL4
 from ui.figures import matrix_frame
 
 PAGE = "pages/02_qkv.py"
 TOKENS = list(TAIL4)
-X = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 1, 0], [1, -1, 0]], dtype=torch.float64)
-W = {"Wq": [[-1, 0], [0, 1], [0, 0]], "Wk": [[0, 1], [1, 0], [0, 2]],
-     "Wv": [[1, 0], [0, 2], [1, 1]]}
-# At the defaults: q_3 = [-1, -1], k_0 = [0, 3], so s_{3,0} = -3 (the numeric exercise).
+# The running example's hand model (tinyformer/lessons/chain.py): X [4 × 2], W [2 × 2]
+X = torch.tensor(DEFAULTS["X"], dtype=torch.float64)
+W = {name: DEFAULTS[name] for name in ("Wq", "Wk", "Wv")}
+# At the defaults: q_0 = [1, 0], q_3 = [0, -1], k_0 = [0, 1], so s_{3,0} = -1 (the exercise).
 DEFAULT_NUMBERS = [
-    r"x_{0} = \begin{bmatrix}1.000 & 0.000 & 1.000\end{bmatrix}",
-    r"q_{0} = x_{0} W_q &= \begin{bmatrix}1 & 0 & 1\end{bmatrix}\begin{bmatrix}-1 & 0 \\ 0 & 1 "
-    r"\\ 0 & 0\end{bmatrix} \\ &= \begin{bmatrix}-1.000 & 0.000\end{bmatrix}",
-    r"k_{0} = x_{0} W_k &= \begin{bmatrix}1 & 0 & 1\end{bmatrix}",
-    r"= \begin{bmatrix}0.000 & 3.000\end{bmatrix}",
-    r"= \begin{bmatrix}2.000 & 1.000\end{bmatrix}",
-    "「运费」 reading 「？」 scores 1.000, but 「？」 reading 「运费」 scores -3.000",
-    "Best match of each row: 运费 → ？, 谁 → 运费, 承担 → 运费, ？ → ？.",
+    r"x_{0} = \begin{bmatrix}1.000 & 0.000\end{bmatrix}",
+    r"q_{0} = x_{0} W_q &= \begin{bmatrix}1 & 0\end{bmatrix}\begin{bmatrix}1 & 0 \\ 1 & 1"
+    r"\end{bmatrix} \\ &= \begin{bmatrix}1.000 & 0.000\end{bmatrix}",
+    r"k_{0} = x_{0} W_k &= \begin{bmatrix}1 & 0\end{bmatrix}",
+    r"= \begin{bmatrix}0.000 & 1.000\end{bmatrix}",
+    "Best match of each row: 运费 → 谁, 谁 → 承担, 承担 → 承担, ？ → ？.",
     "Best match of each row: 运费 → 运费, 谁 → 谁, 承担 → 承担, ？ → ？.",
-    "Words that score highest on themselves: 1 of 4.",
+    "Words that score highest on themselves: 2 of 4.",
     "Words that score highest on themselves: 4 of 4.",
+    "QKᵀ happens to be symmetric too, because W_q W_kᵀ is",
 ]
 
 
 # The exercises answered, as if by the learner: the score tables they gate are drawn.
-ANSWERED = {"_qkv.ex.s30.answered": -3.0, "_qkv.ex.qk.answered": 1, "_qkv.ex.wv.answered": 1}
+ANSWERED = {"_qkv.ex.s30.answered": -1.0, "_qkv.ex.qk.answered": 1, "_qkv.ex.wv.answered": 1}
 
 
 def opened(lang: str = "en", **kwargs):
@@ -76,9 +76,11 @@ def in_order(at) -> str:
                      if isinstance(getattr(node, "value", None), str))
 
 
-def contexts(x=X, seed: int = 0, **changes):
+def contexts(seed: int = 0, **changes):
+    """Both questions with the hand model's table: 无理由 and 退货 are not in it."""
     w = weights(**changes)
-    return two_contexts("运费", Q1_WORDS, Q2_WORDS, dict(zip(TAIL4, x, strict=True)),
+    table = dict(zip(VOCAB, run_chain().table, strict=True))
+    return two_contexts("运费", Q1_WORDS, Q2_WORDS, table,
                         torch.Generator().manual_seed(seed), w["Wq"], w["Wk"], w["Wv"])
 
 
@@ -101,15 +103,19 @@ def test_defaults_show_the_hand_numbers():
         assert number in text, number
 
 
-def test_typing_w_q_equal_to_w_k_makes_the_table_symmetric():
+def test_moving_w_q_0_1_breaks_the_symmetry_of_the_hand_model():
     at = opened()
+    text = page_text(at)
+    assert text.count("This table is symmetric") == 2  # W_q W_kᵀ = [[0, 1], [1, 2]]
     averages = next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1")
-    at.text_input("qkv.Wq").input("0, 1; 1, 0; 0, 2").run()
+    at.slider("_chain.Wq~1").set_value(1.0).run()  # W_q[0,1]: 0 -> 1
     assert_clean(at)
-    tr = trace(Wq=W["Wk"])
-    assert tr.scores[0].tolist() == [9, 6, 3, 3]
-    assert has_table(at, tr.scores, TOKENS)
-    assert page_text(at).count("This table is symmetric") == 2
+    assert at.text_input("chain.Wq").value == "1, 1; 1, 1"
+    tr = trace(Wq=[[1, 1], [1, 1]])
+    assert not tr.symmetric and has_table(at, tr.scores, TOKENS)
+    text = page_text(at)
+    assert text.count("This table is symmetric") == 1 and "This table is not symmetric" in text
+    assert "happens to be symmetric" not in text
     # no query enters the prefix averages: another W_q leaves them as they were
     assert next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1").equals(
         averages)
@@ -118,11 +124,11 @@ def test_typing_w_q_equal_to_w_k_makes_the_table_symmetric():
 def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
     at = opened()
     before = contexts()
-    at.text_input("qkv.Wv").input("2, 0; 0, 4; 2, 2").run()
+    at.text_input("chain.Wv").input("2, 0; 0, 4").run()
     assert_clean(at)
-    assert has_table(at, trace(Wv=[[2, 0], [0, 4], [2, 2]]).v, columns(2))
+    assert has_table(at, trace(Wv=[[2, 0], [0, 4]]).v, columns(2))
     assert has_table(at, trace().scores, TOKENS)  # the scores did not move
-    after = contexts(Wv=[[2, 0], [0, 4], [2, 2]])
+    after = contexts(Wv=[[2, 0], [0, 4]])
     a = after.a
     assert torch.equal(a.average, 2 * before.a.average)  # the averages are made of V
     avg = next(frame for frame in tables(at) if frame.index[0] == "运费 · question 1")
@@ -132,24 +138,26 @@ def test_changing_w_v_changes_v_and_what_is_passed_on_but_no_score():
 
 def test_a_weight_slider_is_named_and_moves_only_its_own_number():
     at = opened()
-    assert at.slider("_qkv.Wq~0").label == "W_q[0,0]"
-    assert at.slider("_qkv.Wk~5").label == "W_k[2,1]"
-    at.slider("_qkv.Wq~3").set_value(2.0).run()  # W_q[1,1]: 1 -> 2
-    assert at.text_input("qkv.Wq").value == "-1, 0; 0, 2; 0, 0"
-    assert has_table(at, trace(Wq=[[-1, 0], [0, 2], [0, 0]]).scores, TOKENS)
+    assert at.slider("_chain.Wq~0").label == "W_q[0,0]"
+    assert at.slider("_chain.Wk~3").label == "W_k[1,1]"
+    assert at.slider("_chain.X~1").label == "运费 · x[1]"
+    at.slider("_chain.Wq~3").set_value(2.0).run()  # W_q[1,1]: 1 -> 2
+    assert at.text_input("chain.Wq").value == "1, 0; 1, 2"
+    assert has_table(at, trace(Wq=[[1, 0], [1, 2]]).scores, TOKENS)
 
 
 def test_shared_link_with_another_x_and_row():
-    x = "1, 0, 0; 0, 1, 0; 0, 0, 1; 1, 1, 1"
-    at = opened(params={"qkv.X": x, "qkv.row": "3"})
+    x = "1, 0; 0, 1; 1, 1; 2, 0"
+    at = opened(params={"chain.X": x, "qkv.row": "3"})
     assert_clean(at)
-    x_t = torch.tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], dtype=torch.float64)
+    x_t = torch.tensor([[1, 0], [0, 1], [1, 1], [2, 0]], dtype=torch.float64)
     assert has_table(at, trace(x_t).scores, TOKENS)
     assert has_table(at, identity_qkv(x_t).scores, TOKENS)
     text = page_text(at)
-    assert r"q_{3} = x_{3} W_q &= \begin{bmatrix}1 & 1 & 1\end{bmatrix}" in text
-    assert r"= \begin{bmatrix}-1.000 & 1.000\end{bmatrix}" in text  # q_3 = [-1, 1]
-    assert "？ → 承担" in text
+    assert r"q_{3} = x_{3} W_q &= \begin{bmatrix}2 & 0\end{bmatrix}" in text
+    assert r"= \begin{bmatrix}2.000 & 0.000\end{bmatrix}" in text  # q_3 = [2, 0]
+    assert "？ → 谁" in text
+    assert at.query_params["chain.X"] == x  # the link keeps the hand model's rows
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4])
@@ -158,7 +166,7 @@ def test_a_link_to_a_step_shows_the_steps_up_to_it(step):
     assert_clean(at)
     text = page_text(at)
     shown = [rf"{n}_{{3}} = x_{{3}} W_{n}" in text for n in "qkv"]
-    assert [r"x_{3} = \begin{bmatrix}1.000 & -1.000 & 0.000" in text, *shown] == \
+    assert [r"x_{3} = \begin{bmatrix}1.000 & -1.000" in text, *shown] == \
         [k < step for k in range(4)]
     assert has_table(at, trace().q, columns(2))  # the tables are not steps: always there
 
@@ -183,8 +191,8 @@ def test_random_sliders_up_to_the_largest_sizes():
     assert r"\cdots" in page_text(at)  # long rows are elided in the formula only
 
 
-@pytest.mark.parametrize(("key", "bad"), [("qkv.X", BAD_CELL), ("qkv.Wq", "1, 2"),
-                                         ("qkv.Wk", BAD_CELL), ("qkv.Wv", "1, 2")])
+@pytest.mark.parametrize(("key", "bad"), [("chain.X", BAD_CELL), ("chain.Wq", "1, 2"),
+                                         ("chain.Wk", BAD_CELL), ("chain.Wv", "1, 2")])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
     assert has_table(at, trace().q, columns(2))
@@ -202,8 +210,8 @@ def test_a_bad_link_value_gives_one_note_and_the_default(lang, params):
 
 def test_the_score_tables_wait_for_their_exercises(lang):
     at = open_page(PAGE, lang)
-    assert not has_table(at, trace().scores, TOKENS) and "-3.000" not in page_text(at)
-    steps = r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000"
+    assert not has_table(at, trace().scores, TOKENS)
+    steps = r"s_{3,0} = q_3 \cdot k_0 = 0\cdot0 + (-1)\cdot1 = -1.000"
     assert steps not in explanations(at)
     answer(at, "qkv.s30", 3.0)
     assert at.warning and steps in explanations(at)
@@ -224,7 +232,7 @@ def test_yunfei_has_the_same_rows_in_both_questions_until_rows_are_mixed(lang):
     per_row = next(frame for frame in tables(at) if frame.index[0] == f"运费 · q · {q1}")
     rows = per_row.values.tolist()
     assert rows[0::2] == rows[1::2]  # Q1 and Q2 alike, row by row
-    assert rows[0:2] == [["-1.000", "0.000"]] * 2 and rows[4] == ["2.000", "1.000"]
+    assert rows[0:2] == [["1.000", "0.000"]] * 2 and rows[4] == ["1.000", "0.000"]
     assert "0.000" in at.success[0].value  # the largest difference, computed
     avg = next(frame for frame in tables(at) if frame.index[0] == f"运费 · {q1}")
     values = avg.values.tolist()  # 运费 · Q1, 谁 · Q1, 运费 · Q2, 谁 · Q2: prefix averages
@@ -242,9 +250,9 @@ def test_clicked_cells_explain_their_numbers():
     at = opened(params={"qkv.q_map": "3,1", "qkv.s_proj": "3,0", "qkv.ctx_map": "4,1",
                         "qkv.avg_map": "1,0"})
     text = explanations(at)
-    assert r"q_{3,1} = x_{3} \cdot W_q[:, 1] = 1\cdot0 + (-1)\cdot1 + 0\cdot0 = -1.000" in text
-    assert r"s_{3,0} = q_3 \cdot k_0 = (-1)\cdot0 + (-1)\cdot3 = -3.000" in text
-    assert r"v_{5,1} = 1\cdot0 + 0\cdot2 + 1\cdot1 = 1.000" in text  # 运费 is at 5 in Q1
+    assert r"q_{3,1} = x_{3} \cdot W_q[:, 1] = 1\cdot0 + (-1)\cdot1 = -1.000" in text
+    assert r"s_{3,0} = q_3 \cdot k_0 = 0\cdot0 + (-1)\cdot1 = -1.000" in text
+    assert r"v_{5,1} = 1\cdot0 + 0\cdot2 = 0.000" in text  # 运费 is at 5 in Q1
     v = contexts().a.qkv.v[:7, 0]  # 谁 is at 6 in Q1: it averages rows 0..6
     mean = f"{float(v.mean()):.3f}"
     assert r"\bar v_{6,0} = \frac{" in text and "}{7} = " + mean in text
