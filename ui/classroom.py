@@ -17,11 +17,12 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui import handout, state
+from ui import handout, inputs, state
 from ui.i18n import current_lang, t
 
 PUBLIC_URL_ENV = "TINYFORMER_PUBLIC_URL"  # the address the class uses, e.g. a LAN IP
 _ADDRESS = "_share_address"
+MAX_ADDRESS = 200  # characters in the class address box
 
 _PRESENTER_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
@@ -205,7 +206,9 @@ def share_panel() -> None:
     reruns the whole page, so the code always carries the inputs on screen."""
     default = os.environ.get(PUBLIC_URL_ENV, "")
     address = st.text_input(t("kit.share_address"), value=default, key=_ADDRESS,
-                            help=t("kit.share_address_help"), max_chars=200)
+                            help=t("kit.share_address_help"), on_change=inputs.text_changed,
+                            args=(_ADDRESS, MAX_ADDRESS))
+    inputs.text_note(_ADDRESS)  # a longer paste keeps its first MAX_ADDRESS characters
     if not st.toggle(t("kit.share_show"), key=SHARE_ON):
         return
     url = share_url(address)

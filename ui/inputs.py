@@ -202,17 +202,19 @@ def text(name: str, label: str, default: str, max_chars: int, *,
     key = state.qualify(name)
     codec = text_codec(max_chars)
     state.initial(key, default, codec, label)
-    st.text_input(label, key=key, help=help, on_change=_text_changed,
+    st.text_input(label, key=key, help=help, on_change=text_changed,
                   args=(key, max_chars, False))
-    _text_note(key)
+    text_note(key)
     value = st.session_state[key] or ""
     state.write_url(key, value, default, codec)
     return value.strip()[:max_chars]
 
 
-def _text_changed(key: str, limit: int, refuse: bool) -> None:
-    """A text longer than `limit`: its first `limit` characters, or (refuse) the text the
-    box held before; the note says which, in the run that follows."""
+def text_changed(key: str, limit: int, refuse: bool = False) -> None:
+    """A text box's on_change: a text longer than `limit` becomes its first `limit`
+    characters, or (refuse) the text the box held before; text_note(key), drawn under the
+    box, says which in the run that follows. (Any text box with a limit: Streamlit's own
+    max_chars drops a longer paste without a word.)"""
     typed = st.session_state.get(key) or ""
     if len(typed) <= limit:
         return
@@ -224,7 +226,7 @@ def _text_changed(key: str, limit: int, refuse: bool) -> None:
         st.session_state[_note_key(key)] = ("input.text_cut", len(typed), limit)
 
 
-def _text_note(key: str) -> None:
+def text_note(key: str) -> None:
     found = st.session_state.pop(_note_key(key), None)
     if found is not None:
         message, length, limit = found
@@ -260,8 +262,8 @@ def matrix_input(
     max_chars = MAX_TEXT
     state.initial(key, default_text, text_codec(max_chars), label)
     text_value = st.text_input(label, key=key, help=help or t("input.format_help"),
-                               on_change=_text_changed, args=(key, max_chars, True))
-    _text_note(key)
+                               on_change=text_changed, args=(key, max_chars, True))
+    text_note(key)
     st.session_state[_last_key(key)] = text_value
     if not vector:
         _format_note_once()  # below the box, so boxes side by side stay aligned

@@ -479,3 +479,24 @@ def test_the_glossary_marks_its_chinese_words_as_chinese():
     assert '<span lang="zh-CN">运费</span> *' in caption
     assert '<span lang="zh-CN">承担</span> *' in caption
     assert "nonsense" not in caption  # no gloss, no entry
+
+
+# --- The class address box -----------------------------------------------------------------
+def _frame_only():
+    from ui.frame import around
+
+    with around("softmax"):
+        pass
+
+
+def test_a_long_class_address_keeps_its_first_part_and_says_so():
+    """Streamlit's max_chars dropped a longer paste silently; the share panel now cuts it
+    as ui.inputs.text does, with the same translated note."""
+    from ui.classroom import MAX_ADDRESS
+
+    at = _run(_frame_only)
+    pasted = "http://192.168.1.20:8501/" + "x" * MAX_ADDRESS
+    at.sidebar.text_input("_share_address").input(pasted).run()
+    assert at.sidebar.text_input("_share_address").value == pasted[:MAX_ADDRESS]
+    assert [w.value for w in at.sidebar.warning] == [
+        EN["input.text_cut"].format(n=len(pasted), limit=MAX_ADDRESS)]
