@@ -21,6 +21,7 @@ import streamlit as st
 from ui import class_session, classroom, handout, state
 from ui.fmt import num
 from ui.i18n import t
+from ui.inputs import refuse_number
 
 SHORT_OPTION = 20  # display width (a Chinese character counts 2): these fit side by side
 
@@ -112,10 +113,12 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
         typed = left.number_input(
             label, value=None,
             step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
-        pressed = right.button(t("kit.check"), key=f"{key}.check", disabled=typed is None)
-        if pressed and typed is not None and not math.isfinite(typed):
-            st.error(t("input.not_finite", token=str(typed)))
-        elif pressed and typed is not None:
+        # Enabled while the box is empty too: letters or 1e309 reach us as no number (the
+        # box then looks empty), and Check is where the learner learns why.
+        pressed = right.button(t("kit.check"), key=f"{key}.check")
+        if pressed and (typed is None or not math.isfinite(typed)):
+            refuse_number(t("kit.answer_box"))
+        elif pressed:
             _record(key, typed)
             class_session.record(state.current_stage(), name, num(typed, decimals),
                                  abs(typed - answer) <= tolerance + 1e-12)

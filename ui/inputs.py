@@ -141,9 +141,24 @@ def _number_note(key: str) -> None:
     if found is None:
         return
     message, typed, used, limits = found
+    if message == "input.number_missing":
+        refuse_number(limits.label, used)
+        return
     st.warning(t(message, name=limits.label, typed=number_shown(typed),
                  lo=number_shown(limits.lo), hi=number_shown(limits.hi),
                  used=number_shown(used)), icon=":material/warning:")
+
+
+def refuse_number(label: str, kept: float | None = None) -> None:
+    """The note for a number box that holds no usable number: empty, or what the browser
+    could not read as one (letters; 1e309, beyond a float), which arrives as no value or as
+    infinity. Every number box of the app says it in these words (ui.exercise's answer
+    boxes too); `kept`: the value the page goes on with, when there is one."""
+    if kept is None:
+        note = t("input.number_none", name=label)
+    else:
+        note = t("input.number_missing", name=label, used=number_shown(kept))
+    st.warning(note, icon=":material/warning:")
 
 
 def number_shown(value: float | None) -> str:

@@ -256,6 +256,19 @@ def test_number_exercise_within_its_tolerance(typed, kind):
     assert "worked steps" in page_text(at)
 
 
+@pytest.mark.parametrize("typed", [None, float("inf")])
+def test_an_answer_box_without_a_number_gets_the_number_boxes_note(typed):
+    """Letters or 1e309 reach the app as no number (or infinity): Check says so in the
+    words of every number box (ui.inputs.refuse_number), in the learner's language."""
+    at = _run(_exercises, lang="zh")
+    at.number_input("_softmax.ex.n.value").set_value(typed).run()
+    at.button("_softmax.ex.n.check").click().run()
+    zh = catalogue("zh")
+    assert [w.value for w in at.warning] == [zh["input.number_none"].format(
+        name=zh["kit.answer_box"])]
+    assert "worked steps" not in page_text(at)  # not counted as an answer
+
+
 def _gated_exercise():
     import streamlit as st
 
