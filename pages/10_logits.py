@@ -9,7 +9,7 @@ from tinyformer.lessons.decoding import tied_logits, tied_sizes
 from tinyformer.model import DecoderConfig
 from tinyformer.sampling import ARTICLE_TAIL, next_token_probs
 from tinyformer.softmax import softmax_steps
-from ui import explain
+from ui import chain, explain
 from ui.charts import bars
 from ui.example import PAYERS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
@@ -129,9 +129,37 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
             explain=partial(explain_cell, worked, rows), zmin=0, zmax=1, colorscale="Oranges")
 
 
+def running_example() -> None:
+    """The running example's hand model (tinyformer.lessons.chain) ends here: Y[？] U^T
+    gives the logits of the three candidate answers, then their probabilities."""
+    section(t("logits.chain_title"))
+    st.markdown(t("logits.chain_lead"))
+    left, right = st.columns([2, 3])
+    with left:
+        chain.edit("U", t("logits.chain_u"), slider_labels=[
+            f"{w} · U[{i},{j}]" for i, w in enumerate(PAYERS) for j in range(2)])
+    run = chain.run()
+    y = run.Y[-1]  # [d] the last position's hidden state, 「？」
+    soft = softmax_steps(run.logits)
+    with right:
+        formula(r"z = Y_3\,U^\top,\quad z_i = Y_3 \cdot U_i", r"\begin{gathered}" + r" \\ ".join(
+            rf"z_{{\text{{{w}}}}} = {dot_terms(y, run.params.U[i])} = {num(run.logits[i])}"
+            for i, w in enumerate(PAYERS)) + r"\end{gathered}")
+        formula(r"p_i = \frac{e^{z_i}}{\sum_j e^{z_j}}",
+                rf"p = \frac{{{latex_vec(soft.exps)}}}{{{num(soft.total)}}}"
+                rf" = {latex_vec(run.probs)}")
+    bars(PAYERS, {t("logits.prob"): run.probs.tolist()}, key="chain_probs", height=260,
+         y_range=(0, 1.15))
+    top = int(run.probs.argmax())
+    st.info(t("logits.chain_honest", w=PAYERS[top], p=num(run.probs[top])),
+            icon=":material/calculate:")
+
+
 st.caption(t("logits.tokens"))
 gloss(PAYERS)
+running_example()
 section(t("logits.head_title"))
+st.caption(t("logits.on_its_own"))
 left, right = st.columns([2, 3])
 with left:
     h = matrix_input("h", t("logits.hidden"), [2, 1], sliders=True,
