@@ -26,12 +26,15 @@ from tests.app.helpers import (
     reveal,
     tables,
 )
+from tinyformer.lessons import gradient_step as gs
 from tinyformer.lessons import train as tr
 from tinyformer.lessons.corpus import split_corpus
 from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.lessons.probe import probe
+from tinyformer.lessons.shipped_run import load_run
 from ui.fmt import num
 from ui.i18n import catalogue
+from ui.inputs import number_shown
 
 PAGE = "pages/13_training.py"
 TRAIN = "_training.train"
@@ -39,6 +42,8 @@ LIMIT_S = 30.0  # the longest any test waits for a held slot to be released
 TINY = {"training.layers": "1", "training.heads": "1", "training.width": "8",
         "training.steps": "6", "training.lr": "0.01"}
 ANSWERED = {"_training.ex.even.answered": 4.745}  # the untrained loss, beside ln V, shows then
+STEP_ANSWERED = {"_training.ex.grad.answered": -0.335, "_training.ex.grad_why.answered": 0}
+SHIPPED_POINTS = len(load_run().steps)  # the shipped curve, drawn on every run (30 points)
 
 
 def text(lang: str, key: str, **values) -> str:
@@ -66,8 +71,10 @@ def sent(monkeypatch):
     chart, info = DeltaGenerator.plotly_chart, DeltaGenerator.info
 
     def plotly_chart(self, figure, *args, **kwargs):
-        record["charts"].append(len(figure.data[0].x))
-        record["hooks"].get("chart", lambda n: None)(len(figure.data[0].x))
+        points = len(figure.data[0].x)
+        if points != SHIPPED_POINTS:  # the shipped run's curve is drawn on every run
+            record["charts"].append(points)
+            record["hooks"].get("chart", lambda n: None)(points)
         return chart(self, figure, *args, **kwargs)
 
     def info_(self, body, *args, **kwargs):
@@ -143,7 +150,8 @@ def test_the_same_settings_reuse_the_result_in_another_session(sent):
     assert sent["charts"] == []  # nothing trained again
     shown = page_text(second)
     assert before_seconds("zh", "training.reused", steps=6) in shown
-    assert (tables(second)[0].values == tables(first)[0].values).all()  # the same curve
+    curves = [[f for f in tables(at) if len(f.columns) == 6] for at in (second, first)]
+    assert len(curves[0]) == 1 and (curves[0][0].values == curves[1][0].values).all()
 
 
 def place_shown(lang: str, body: str) -> int | None:
@@ -245,3 +253,64 @@ def test_exercises():
                 even=num(start.even)) in page_text(at)
     answer(at, "training.even", 1.0)
     assert "the answer is 4.745" in page_text(at)
+
+
+def step_rows(step: gs.LogitStep) -> list[list[str]]:
+    onehot = [float(i == step.target) for i in range(3)]
+    return [[num(v) for v in row] for row in (step.logits, step.probs, onehot, step.grad,
+                                              step.new_logits, step.new_probs)]
+
+
+def test_a_gradient_step_by_hand_asks_first_then_shows_and_follows_edits():
+    at = open_page(PAGE, "en")
+    assert "-0.335" not in page_text(at) and "0.245, 0.090" in page_text(at)  # p, not p - 1
+    answer(at, "training.grad", -0.335)
+    assert "-0.335" in page_text(at) and "∂L/∂E" not in page_text(at)  # the why comes next
+    reveal(at, "training.grad_why", 0)
+    assert_clean(at)
+    first = tables(at)[0]
+    assert first.values.tolist() == step_rows(gs.logit_step(0, 1.0))
+    assert first.iloc[3].tolist() == ["-0.335", "0.245", "0.090"]  # p - onehot
+    shown = page_text(at)
+    for number in ("**0.408** before the step, **0.258** after", "= **-0.670**", "**1.670**",
+                   "|h|² = 2² + 1² = 5", "falls to **0.036**"):
+        assert number in shown
+    at.radio("training.step_y").set_value(1).run()  # 买家 is right, half the step
+    at.number_input("training.step_lr").set_value(0.5).run()
+    assert_clean(at)
+    step, head = gs.logit_step(1, 0.5), gs.head_step(1, 0.5)
+    assert tables(at)[0].values.tolist() == step_rows(step)
+    assert tables(at)[1].iloc[0].tolist()[:3] == [
+        "[1.000, 0.000]", f"[{num(head.grad_table[0, 0])}, {num(head.grad_table[0, 1])}]",
+        f"[{num(head.new_table[0, 0])}, {num(head.new_table[0, 1])}]"]
+    assert f"**{num(step.new_loss)}** after it (learning rate 0.5)" in page_text(at)
+    assert at.query_params["training.step_lr"] == "0.5"
+
+
+def test_a_learning_rate_of_0_1e9_or_nan_gets_a_translated_message():
+    lang = "zh"
+    at = open_page(PAGE, lang, params={"training.step_lr": "nan"}, state=STEP_ANSWERED)
+    assert_clean(at)
+    assert len(at.error) == 1  # the link's NaN: the default is used, with a note
+    assert tables(at)[0].values.tolist() == step_rows(gs.logit_step(0, 1.0))
+    for typed, used in ((1e9, 10.0), (0.0, 0.01)):
+        at.number_input("training.step_lr").set_value(typed).run()
+        assert_clean(at)
+        assert [w.value for w in at.warning] == [text(
+            lang, "input.number_clamped", name=text(lang, "training.step_lr"),
+            typed=number_shown(typed), lo="0.01", hi="10", used=number_shown(used))]
+        assert tables(at)[0].values.tolist() == step_rows(gs.logit_step(0, used))
+
+
+def test_teacher_forcing_and_the_shipped_run_before_anyone_trains():
+    at = open_page(PAGE, "zh")
+    assert_clean(at)
+    forced = gs.teacher_forcing()
+    table_ = next(f for f in tables(at) if len(f) == len(forced.pairs))
+    assert table_.values.tolist() == [[p.reads, p.target] for p in forced.pairs]
+    run = load_run()
+    shown = page_text(at)
+    assert f"**{num(run.heldout_loss[-1])}**" in shown and "**487 / 490（99.4%）**" in shown
+    assert f"{run.parameters:,}" in shown
+    curve = next(f for f in tables(at) if len(f.columns) == len(run.steps))
+    assert curve.iloc[1].tolist() == [num(v) for v in run.heldout_loss]
