@@ -31,7 +31,7 @@ import streamlit as st
 
 from serving import class_store
 from serving.class_store import ClassError, ClassStore, normal_code
-from ui import classroom, state
+from ui import classroom, lesson_plan, state
 from ui.fold import NAME as FOLD_NAME
 from ui.i18n import t
 
@@ -50,6 +50,14 @@ _ME = "_class_learner"
 _TALLY = "_class_tally"  # what the teacher's tallies were drawn from
 _REVEALED = "_class_revealed"  # the exercises whose answer the teacher has shown
 _CODE = state.text_codec(class_store.CODE_LENGTH)
+# The lesson (ui/lesson_plan.py): the teacher's ordered steps, kept in the session
+LESSON = "lesson"  # a lesson link's URL value; read once, then removed from the URL
+_LESSON = "_lesson_plan"
+_LESSON_AT = "_lesson_at"  # the step the teacher last opened (None: not started)
+_LESSON_GO = "_lesson_go"  # counts the teacher's steps: each opening is a new token
+_LESSON_SEEN = "_class_lesson_seen"  # the lesson token a follower last applied
+_NOTES = "_class_notes"  # (stage, [(kind, message key)]): refusals met on arrival
+_LESSON_MARK = "_lesson"  # in a move's params: the lesson step's token, never in a URL
 
 
 def store() -> ClassStore:
@@ -95,10 +103,11 @@ def enter() -> None:
     """Called by the frame on every whole run, before the page: read a class code or a
     teacher link from the URL, keep the code in the URL (Streamlit's own navigation drops
     query parameters), and join as a learner."""
+    _lesson_from_link()
     typed = st.query_params.get(CLASS)
     if typed is not None and normal_code(typed) is None:
         del st.query_params[CLASS]
-        st.error(t("class.bad_code"), icon=":material/groups:")
+        _arrival_note("error", "class.bad_code")
         typed = None
     current = normal_code(typed) if typed else code()
     if current != st.session_state.get(CLASS):
@@ -110,7 +119,7 @@ def enter() -> None:
         if current and _safely(lambda: store().is_teacher(current, key)):
             st.session_state[_KEY] = key
         elif current:
-            _refused(class_store.NotTeacher())
+            _arrival_note("warning", class_store.NotTeacher.key)
     if current is None:
         return
     state.write_url(CLASS, current, None, _CODE)
@@ -119,14 +128,26 @@ def enter() -> None:
             store().join(current, learner_id())
             st.session_state[_JOINED] = current
         except class_store.ClassGone as error:
-            _refused(error)
+            _arrival_note("warning", error.key)
             leave()
         except ClassError as error:
-            _refused(error)
+            _arrival_note("warning", error.key)
+
+
+def _arrival_note(kind: str, key: str) -> None:
+    """A refusal met on arriving at a page, shown by the bar on every run of that stage
+    (a page may run twice on arrival; the address that caused it is gone by then)."""
+    _LOG.info("class session: %s", key)
+    notes = st.session_state.get(_NOTES)
+    if not notes or notes[0] != state.current_stage():
+        notes = st.session_state[_NOTES] = (state.current_stage(), [])
+    if (kind, key) not in notes[1]:
+        notes[1].append((kind, key))
 
 
 def _forget() -> None:
-    for name in (_KEY, _JOINED, _SEEN, _PUSHED, _OWN, _FOLLOW, _TALLY, _REVEALED):
+    for name in (_KEY, _JOINED, _SEEN, _PUSHED, _OWN, _FOLLOW, _TALLY, _REVEALED,
+                 _LESSON_SEEN):
         st.session_state.pop(name, None)
 
 
@@ -168,7 +189,7 @@ def sync(stage_id: str) -> None:
     """After a whole run or a section's rerun: the teacher's move goes to the store; a
     follower's own inputs are remembered for when the class comes back here."""
     if teaching():
-        where = (stage_id, _position_params(stage_id))
+        where = (stage_id, {**_position_params(stage_id), **_lesson_params(stage_id)})
         moved = st.session_state.get(_PUSHED) != where and _safely(
             lambda: store().move(code(), st.session_state[_KEY], *where))
         if moved:
@@ -185,18 +206,27 @@ def _follow(stage_id: str, page_of: Callable[[str], Any]) -> None:
     if where is None or where.version == st.session_state.get(_SEEN):
         return
     st.session_state[_SEEN] = where.version
-    own = st.session_state.get(_OWN, {}).get(where.stage, {})
-    params = {**state.link_params(), **own, **where.params}
+    moved = dict(where.params)
+    token = moved.pop(_LESSON_MARK, None)
+    # A lesson step the teacher has just opened brings its chosen inputs, once; after
+    # that the learner's own inputs count again, as on any stage.
+    new_step = token is not None and token != st.session_state.get(_LESSON_SEEN)
+    if token is not None and not new_step:
+        moved = {k: v for k, v in moved.items() if _is_position(where.stage, k)}
+    st.session_state[_LESSON_SEEN] = token
+    own = {} if new_step else st.session_state.get(_OWN, {}).get(where.stage, {})
+    params = {**state.link_params(), **own, **moved}
     if where.stage != stage_id:
         st.switch_page(page_of(where.stage), query_params=params)
-    stale = [k for k in state.url_now() if _is_position(stage_id, k) and k not in params]
-    if not stale and all(state.url_now().get(k) == v for k, v in where.params.items()):
+    stale = [k for k in state.url_now() if k not in params and (
+        _is_position(stage_id, k) or (new_step and k.startswith(f"{stage_id}.")))]
+    if not stale and all(state.url_now().get(k) == v for k, v in moved.items()):
         return
     entered = st.session_state.get("_entered", set())
     for key in stale:
         del st.query_params[key]
         entered.discard(key)
-    for key, value in where.params.items():
+    for key, value in moved.items():
         st.query_params[key] = value
         entered.discard(key)  # read again from the URL: the teacher's step
     st.rerun(scope="app")
@@ -206,6 +236,14 @@ def _follow(stage_id: str, page_of: Callable[[str], Any]) -> None:
 def bar(stage_id: str, page_of: Callable[[str], Any]) -> None:
     """One line under the title while in a class: its code, the role, and for a learner
     the switch between following and exploring."""
+    notes = st.session_state.get(_NOTES)
+    if notes and notes[0] == stage_id:
+        for kind, key in notes[1]:
+            getattr(st, kind)(_plan_error(key), icon=":material/groups:")
+    elif notes:
+        del st.session_state[_NOTES]
+    if not following():
+        _lesson_line(stage_id, page_of)
     if code() is None:
         return
     with st.container(key="class_bar", horizontal=True, vertical_alignment="center"):
@@ -264,7 +302,13 @@ def _teacher_line() -> None:
 
 # --- the sidebar -------------------------------------------------------------------------
 def sidebar() -> None:
-    """Start or join a class; the teacher's own link; leave."""
+    """Start or join a class; the teacher's own link; leave. The lesson's builder."""
+    _class_box()
+    if not following():
+        lesson_sidebar(state.current_stage())
+
+
+def _class_box() -> None:
     with st.expander(t("class.title"), icon=":material/groups:"):
         if code() is None:
             st.button(t("class.start"), key="_class_start", on_click=start)
@@ -281,6 +325,148 @@ def sidebar() -> None:
             st.caption(t("class.teacher_link_note"))
             st.code(teacher_link(), language=None)
         st.button(t("class.leave"), key="_class_leave", on_click=leave)
+
+
+# --- the lesson --------------------------------------------------------------------------
+def _stage_ids() -> set[str]:
+    from ui.stages import all_pages  # no Streamlit pages here: plain data
+
+    return {stage.id for stage in all_pages()}
+
+
+def lesson() -> lesson_plan.Plan:
+    return st.session_state.get(_LESSON, ())
+
+
+def _set_lesson(plan: lesson_plan.Plan) -> None:
+    st.session_state[_LESSON] = plan
+    st.session_state[_LESSON_AT] = None
+
+
+def _lesson_from_link() -> None:
+    value = st.query_params.get(LESSON)
+    if value is None:
+        return
+    del st.query_params[LESSON]
+    try:
+        plan = lesson_plan.from_link(value, _stage_ids(), state.SHARED_NAMESPACES)
+    except lesson_plan.PlanError as error:
+        _arrival_note("error", error.key)
+        return
+    _set_lesson(plan)  # the lesson bar now says so: "Lesson · steps: n"
+
+
+def _lesson_params(stage_id: str) -> dict[str, str]:
+    """On a lesson step: its chosen inputs and the token of this opening of it, which a
+    follower takes once (see _follow)."""
+    plan = lesson()
+    at = lesson_plan.step_at(plan, st.session_state.get(_LESSON_AT), stage_id)
+    if at is None:
+        return {}
+    token = f"{at}:{st.session_state.get(_LESSON_GO, 0)}"
+    return {**plan[at].as_dict(), _LESSON_MARK: token}
+
+
+def add_to_lesson(stage_id: str) -> None:
+    """The sidebar's button: this page as it is now becomes the lesson's last step."""
+    try:
+        step = lesson_plan.step_from(stage_id, state.url_now(), state.SHARED_NAMESPACES)
+        plan = lesson_plan.add(lesson(), step)
+    except lesson_plan.PlanError as error:
+        st.session_state["_lesson_note"] = error.key
+        return
+    st.session_state[_LESSON] = plan
+    st.session_state[_LESSON_AT] = len(plan) - 1  # the teacher is on the step just added
+    st.session_state["_lesson_note"] = None
+
+
+def _go(index: int, page_of: Callable[[str], Any]) -> None:
+    """Open a lesson step: its stage with its inputs (every value read again from the
+    address: the step's, or its default)."""
+    step = lesson()[index]
+    st.session_state[_LESSON_AT] = index
+    st.session_state[_LESSON_GO] = st.session_state.get(_LESSON_GO, 0) + 1
+    st.session_state["_entered"] = set()
+    st.switch_page(page_of(step.stage), query_params={**state.link_params(),
+                                                      **step.as_dict()})
+
+
+def _lesson_line(stage_id: str, page_of: Callable[[str], Any]) -> None:
+    """The lesson's walk: where the teacher is in it, and ← → (the arrow keys in
+    presenter view, ui/presenter.py) to the previous and next step."""
+    plan = lesson()
+    if not plan:
+        return
+    at = st.session_state.get(_LESSON_AT)
+    here = lesson_plan.step_at(plan, at, stage_id)
+    back, ahead = lesson_plan.target(plan, at, False), lesson_plan.target(plan, at, True)
+    with st.container(key="lesson_bar", horizontal=True, vertical_alignment="center"):
+        with st.container(key="lesson_prev", width="content"):
+            if st.button("←", key="_lesson_prev", disabled=back is None,
+                         help=t("class.lesson_prev")):
+                _go(back, page_of)
+        if here is not None:
+            st.markdown(t("class.lesson_at", k=here + 1, n=len(plan)))
+        elif at is None:
+            st.markdown(t("class.lesson_ready", n=len(plan)))
+        else:
+            st.markdown(t("class.lesson_off", k=at + 1, n=len(plan)))
+        with st.container(key="lesson_next", width="content"):
+            if st.button("→", key="_lesson_next", disabled=ahead is None,
+                         help=t("class.lesson_next")):
+                _go(ahead, page_of)
+
+
+def lesson_sidebar(stage_id: str) -> None:
+    """Build the lesson, save it as a link or a file, load one."""
+    from ui.page import stage_label
+    from ui.stages import by_id
+
+    plan = lesson()
+    with st.expander(t("class.lesson_title"), icon=":material/playlist_add:"):
+        st.button(t("class.lesson_add"), key="_lesson_add", on_click=add_to_lesson,
+                  args=(stage_id,), icon=":material/add:")
+        note = st.session_state.get("_lesson_note")
+        if note:
+            st.error(_plan_error(note))
+        if plan:
+            st.markdown("\n".join(
+                f"{k}. {stage_label(by_id(step.stage))}" for k, step in enumerate(plan, 1)))
+            st.caption(t("class.lesson_link_note"))
+            st.code(lesson_link(), language=None)
+            st.download_button(t("class.lesson_save"), data=lesson_plan.to_json(plan),
+                               file_name="tinyformer-lesson.json", mime="application/json",
+                               on_click="ignore", key="_lesson_save",
+                               icon=":material/download:")
+            left, right = st.columns(2)
+            left.button(t("class.lesson_drop_last"), key="_lesson_drop",
+                        on_click=_set_lesson, args=(plan[:-1],))
+            right.button(t("class.lesson_clear"), key="_lesson_clear",
+                         on_click=_set_lesson, args=((),))
+        upload = st.file_uploader(t("class.lesson_load"), type=["json"], key="_lesson_file",
+                                  max_upload_size=1)
+        if upload is not None and st.session_state.get("_lesson_file_seen") != upload.file_id:
+            st.session_state["_lesson_file_seen"] = upload.file_id
+            try:
+                loaded = lesson_plan.from_json(upload.getvalue()[:lesson_plan.MAX_BYTES + 1],
+                                               _stage_ids(), state.SHARED_NAMESPACES)
+            except lesson_plan.PlanError as error:
+                st.error(_plan_error(error.key))
+            else:
+                _set_lesson(loaded)
+                st.rerun()
+
+
+def _plan_error(key: str) -> str:
+    return t(key, steps=lesson_plan.MAX_STEPS, values=lesson_plan.MAX_PARAMS)
+
+
+def lesson_link() -> str:
+    """The lesson as a link to this app: opening it loads the lesson."""
+    params = {**state.link_params(), LESSON: lesson_plan.to_link(lesson())}
+    for name in (CLASS, state.PRESENT):
+        params.pop(name, None)
+    return classroom.compose_url(st.context.url or "", classroom.share_address(), params)
 
 
 # --- exercises -----------------------------------------------------------------------------

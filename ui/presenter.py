@@ -7,7 +7,8 @@ classroom's browser code: presenter view's layout and the keys ← → N B.)
   slider values, a step's result, table cells and the charts' axes (measured in
   Chromium with getComputedStyle: 12-15 px before, beside 20 px text).
 - M presses the page's "Continue" button (ui/fold.py). C and R are Streamlit's own
-  keys (clear cache, rerun), ← → N B the presenter view's.
+  keys (clear cache, rerun), ← → N B the presenter view's. With a lesson loaded
+  (ui/lesson_plan.py), ← → walk the lesson's steps instead of the curriculum.
 - After "Next step", "Back", "Step by step" (or N, B) and "Continue" (or M), once the
   page has run, it scrolls so the element that appeared first is on screen, below
   presenter view's bar; going back, the current step's heading. Nothing moves when it
@@ -69,6 +70,25 @@ if (!window.__tinyformerPresenter) {
     } catch (error) { /* an address the URL parser refuses: leave it to the browser */ }
     return push(state, title, url);
   };
+
+  // A lesson (ui/class_session.py's lesson bar): in presenter view the arrow keys walk
+  // it instead of the curriculum. Registered on the window in the capture phase, so it
+  // runs before ui/classroom.py's keys on the document and stops them.
+  window.addEventListener("keydown", (event) => {
+    if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
+    if (!document.querySelector(".st-key-presenter_bar")) return;
+    if (!document.querySelector(".st-key-lesson_bar")) return;
+    const target = event.target || {};
+    const tag = (target.tagName || "").toLowerCase();
+    if (["input", "textarea", "select"].includes(tag) || target.isContentEditable) return;
+    if ((target.getAttribute && target.getAttribute("role")) === "slider") return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const side = event.key === "ArrowRight" ? "next" : "prev";
+    const button = document.querySelector(`.st-key-lesson_${side} button`);
+    if (button && !button.disabled) button.click();
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
 
   // M presses "Continue" (the same guards as the keys of ui/classroom.py).
   document.addEventListener("keydown", (event) => {

@@ -5,6 +5,8 @@ The store is the test run's own SQLite file (tests/conftest.py)."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 from tests.app.helpers import open_page, page_text
 from ui.i18n import catalogue
 from ui.stages import by_id
@@ -73,8 +75,39 @@ def test_a_forged_teacher_link_and_an_ended_class_are_refused():
     forged = open_page("pages/03_softmax.py", params={"class": code, "teacher": "guess"})
     assert EN["class.not_teacher"] in [w.value for w in forged.warning]
     assert "_class_reveal" not in str([b.key for b in forged.button])
-    ended = open_page("pages/03_softmax.py", params={"class": "ZZZZZZ"})
+    ended = open_page("pages/03_softmax.py", params={"class": "ZZZZZZ", "lesson": "%%x"})
     assert EN["class.gone"] in [w.value for w in ended.warning]
+    assert EN["class.lesson_bad"] in [e.value for e in ended.error]  # a broken lesson link
     assert "class" not in ended.query_params
     bad = open_page("pages/03_softmax.py", params={"class": "<b>x"})
     assert EN["class.bad_code"] in [e.value for e in bad.error]
+
+
+def test_a_lesson_is_built_saved_as_a_link_walked_and_followed_with_its_inputs():
+    Q = "0, 0; 1, 0; 0, 1; 1, 1"
+    builder = open_page("pages/03_softmax.py", params={"softmax.Q": Q})
+    builder.button("_lesson_add").click().run()
+    builder.switch_page("pages/05_masks.py").run()
+    builder.button("_lesson_add").click().run()
+    link = next(c.value for c in builder.code if "lesson=" in c.value)
+    value = parse_qs(urlparse(link).query)["lesson"][0]
+
+    teacher = open_page("pages/00_ngrams.py", params={"lesson": value})
+    assert EN["class.lesson_ready"].format(n=2) in page_text(teacher)
+    assert "lesson" not in teacher.query_params
+    teacher.button("_class_start").click().run()
+    code = teacher.query_params["class"]
+    learner = open_page("pages/00_ngrams.py", params={"class": code})
+    assert not [b for b in learner.button if b.key == "_lesson_next"]  # a follower: no walk
+
+    _here(teacher).button("_lesson_next").click().run()  # → : the lesson's first step
+    assert _title(teacher).startswith("3 ·") and teacher.query_params["softmax.Q"] == Q
+    assert EN["class.lesson_at"].format(k=1, n=2) in page_text(teacher)
+    _rerun(learner)
+    assert _title(learner).startswith("3 ·") and learner.query_params["softmax.Q"] == Q
+
+    _here(teacher).button("_lesson_next").click().run()
+    assert _title(teacher).startswith("5.1 ·")
+    assert teacher.button(key="_lesson_next").disabled  # the lesson's end
+    _rerun(learner)
+    assert _title(learner).startswith("5.1 ·")
