@@ -8,9 +8,12 @@ import streamlit as st
 import torch
 
 from tinyformer.lessons import scaling
+from tinyformer.lessons.chain import WIDTH
+from ui import chain, explain
 from ui.charts import lines
+from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
-from ui.figures import matrix_frame
+from ui.figures import diverging, heatmap, matrix_frame
 from ui.fmt import decimals_for, latex_vec, num, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps
@@ -25,6 +28,7 @@ DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # 2,000 rows of 8 keys for every d_k
 KEYS = 8
 PAIRS = 16_000
+TILDE_S = r"\tilde s"  # a scaled score
 
 
 @st.cache_resource(max_entries=8)
@@ -53,6 +57,25 @@ formula(r"q \cdot k = |q|\,|k|\cos\theta", r"\begin{gathered}" + r" \\ ".join(
     rf"s_{n} = {num(hand.q_norm)} \cdot {num(hand.key_norms[i])} \cdot "
     rf"{cosine(float(hand.cosines[i]), n)} = {num(hand.scores[i])}"
     for i, n in enumerate("AB")) + r"\end{gathered}")
+
+# --- The running example: stage 2's scores divided by √2 -----------------------
+section(t("scaling.chain_title"))
+run = chain.run()  # the hand model with the learner's values (edited on stages 1.1 and 2)
+st.markdown(t("scaling.chain_lead", dk=WIDTH, root=num(math.sqrt(WIDTH))))
+gloss(TAIL4)
+left, right = st.columns(2)
+with left:
+    heatmap(run.scores, TAIL4, TAIL4, key="chain_s", **diverging(run.scores),
+            title=t("scaling.chain_scores"), explain=lambda i, j: explain.dot(
+                t("scaling.chain_cell_s", i=TAIL4[i], j=TAIL4[j]), explain.cell_name("s", i, j),
+                run.Q[i], run.K[j], float(run.scores[i, j]), lhs=rf"q_{i} \cdot k_{j}"))
+with right:
+    heatmap(run.scaled, TAIL4, TAIL4, key="chain_scaled", **diverging(run.scaled),
+            title=t("scaling.chain_scaled"), explain=lambda i, j: explain.formula(
+                t("scaling.chain_cell_scaled", i=TAIL4[i], j=TAIL4[j]),
+                explain.cell_name(TILDE_S, i, j) + rf" = \frac{{{num(run.scores[i, j])}}}"
+                rf"{{\sqrt{{{WIDTH}}}}} = {num(run.scaled[i, j])}"))
+st.markdown(t("scaling.chain_note", dk=WIDTH))
 
 # --- Why the variance is d_k: predict first, then derive, then measure ----------
 section(t("scaling.why_title"), folded=True)

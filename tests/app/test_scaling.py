@@ -17,6 +17,7 @@ from tests.app.helpers import (
     type_bad,
 )
 from tinyformer.lessons.scaling import scaling_experiment
+from ui.example import TAIL4
 from ui.fmt import num
 from ui.i18n import catalogue
 
@@ -31,6 +32,11 @@ DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", r"{\sqrt{2}}", "{1.414}",
                    "0.99995", "0.0000454", "0.0000908", "0.500"]  # scores 30 vs 20
 
 
+def measured(at) -> list:
+    """The experiment's tables: every table but the running example's two score tables."""
+    return [frame for frame in tables(at) if list(frame.index) != list(TAIL4)]
+
+
 def experiment(d_k: int, seed: int = 0):
     """Independent of the page: the same 2,000 rows of 8 keys."""
     return scaling_experiment(d_k, 16_000, torch.Generator().manual_seed(seed), 8)
@@ -40,7 +46,7 @@ def assert_experiment_shown(at, d_k: int, seed: int) -> None:
     exp, text = experiment(d_k, seed), page_text(at)
     assert rf"{num(exp.raw_spread.variance)} \approx {d_k}" in text
     assert rf"{num(exp.scaled_spread.variance)} \approx 1" in text
-    readout = tables(at)[0]  # mean, variance, ... saturated share
+    readout = measured(at)[0]  # mean, variance, ... saturated share
     assert readout.iloc[1].tolist() == [num(exp.raw_spread.variance),
                                         num(exp.scaled_spread.variance)]
     assert readout.iloc[-1].tolist() == [num(exp.saturated_raw), num(exp.saturated_scaled)]
@@ -79,7 +85,7 @@ def test_default_experiment_measures_saturation():
     # About a third of the rows saturate unscaled at d_k = 64 (measured: 785 of 2,000);
     # none scaled.
     assert 0.3 < exp.saturated_raw < 0.45 and exp.n_saturated_scaled == 0
-    sweep = tables(at)[1]  # the curve as a table: one column per d_k
+    sweep = measured(at)[1]  # the curve as a table: one column per d_k
     assert list(sweep.columns) == ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512"]
     assert sweep["64"].tolist() == [num(exp.saturated_raw), "0.000"]
     assert sweep["512"].tolist() == [num(experiment(512).saturated_raw), "0.000"]
@@ -147,13 +153,13 @@ def test_variance_exercise_is_answered_before_it_is_shown(lang, typed, right):
     text = page_text(at)
     assert r"256 \cdot 1 = 256" not in text  # the answer is not on the page yet,
     assert catalogue(lang)["scaling.why"] not in text  # nor the derivation below it,
-    assert not tables(at)  # nor the measured variances
+    assert not measured(at)  # nor the measured variances
     answer(at, "scaling.var", typed)
     assert (len(at.success), len(at.warning)) == ((1, 0) if right else (0, 1))
     text = page_text(at)
     assert r"256 \cdot 1 = 256" in text  # the worked steps
     assert "QK-norm" in catalogue(lang)["scaling.why"] and catalogue(lang)["scaling.why"] in text
-    assert len(tables(at)[0]) == 5  # the spread; the softmax rows wait for the other exercise
+    assert len(measured(at)[0]) == 5  # the spread; the softmax rows wait for the other exercise
     reveal(at, "scaling.root", 1)  # the "why" beside it: Var(x / c) = Var(x) / c²
     assert "c²" in at.success[-1].value
 
