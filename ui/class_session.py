@@ -251,6 +251,9 @@ def bar(stage_id: str, page_of: Callable[[str], Any]) -> None:
             _teacher_line()
         else:
             _learner_line(stage_id, page_of)
+    from ui import class_poll  # it draws with this module's verbs
+
+    class_poll.draw(stage_id)
 
 
 def _learner_line(stage_id: str, page_of: Callable[[str], Any]) -> None:
@@ -485,6 +488,26 @@ def revealed(stage_id: str, exercise: str) -> bool:
         shown = st.session_state[_REVEALED] = (
             _safely(lambda: store().revealed(code())) or set())
     return (stage_id, exercise) in shown
+
+
+def shown(stage_id: str, exercise: str) -> bool:
+    """Has the teacher shown (or, for a poll, opened) this, for the teacher or a learner?"""
+    if not code():
+        return False
+    if teaching():
+        return (stage_id, exercise) in (_safely(lambda: store().revealed(code())) or set())
+    return revealed(stage_id, exercise)
+
+
+def reveal(stage_id: str, exercise: str) -> None:
+    """The teacher shows this to the class (the store refuses anyone else)."""
+    if teaching():
+        key = st.session_state[_KEY]
+        _safely(lambda: store().reveal(code(), key, stage_id, exercise))
+
+
+def answers(stage_id: str) -> list[class_store.Answer]:
+    return _safely(lambda: store().answers(code(), stage_id)) or [] if code() else []
 
 
 def tally(stage_id: str, exercise: str, options: Sequence[str] | None,

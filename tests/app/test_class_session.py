@@ -111,3 +111,25 @@ def test_a_lesson_is_built_saved_as_a_link_walked_and_followed_with_its_inputs()
     assert teacher.button(key="_lesson_next").disabled  # the lesson's end
     _rerun(learner)
     assert _title(learner).startswith("5.1 ·")
+
+
+def test_the_next_token_poll_is_opened_voted_counted_and_shown():
+    teacher = open_page("pages/10_logits.py", folded=True)
+    teacher.button("_class_start").click().run()
+    code = teacher.query_params["class"]
+    learner = open_page("pages/10_logits.py", params={"class": code}, folded=True)
+    assert not [r for r in learner.radio if r.key == "_class_poll.logits"]  # not open yet
+
+    teacher.button("_class_poll_open").click().run()
+    _rerun(learner)  # the follower's check sees the poll open
+    learner.radio("_class_poll.logits").set_value(1).run()
+    learner.button("_class_poll_send.logits").click().run()
+    teacher.run()  # the teacher's live check (every 2 s in a browser)
+    assert EN["class.poll_votes"].format(n=1) in [c.value for c in teacher.caption]
+    bars = [p.text for p in teacher.get("progress")]
+    assert "买家 (buyer) · 1" in bars and "商家 (merchant) · 0" in bars
+
+    teacher.button("_class_poll_show").click().run()
+    _rerun(learner)
+    assert "买家 (buyer) · 1" in [p.text for p in learner.get("progress")]
+    assert _here(learner).button("_class_poll_send.logits").disabled  # the vote is over

@@ -177,3 +177,18 @@ def test_sqlite_processes_share_one_file(tmp_path):
     assert two.position(code).stage == "masks"
     two.join(code, "a")
     assert one.learners(code) == 1
+
+
+def test_the_poll_counts_each_learners_last_vote_and_no_crafted_one(store):
+    from ui import class_poll  # the next-token poll of 10.1 and 10.2
+
+    code, _ = store.start()
+    for learner in "abc":
+        store.join(code, learner)
+    store.answer(code, "a", "logits", class_poll.NAME, "0", False)
+    store.answer(code, "a", "logits", class_poll.NAME, "1", False)  # a changed mind
+    store.answer(code, "b", "logits", class_poll.NAME, "1", False)
+    store.answer(code, "c", "logits", class_poll.NAME, "7", False)  # no such candidate
+    store.answer(code, "c", "logits", class_poll.NAME, "-1", False)
+    store.answer(code, "c", "logits", "cool", "2", True)  # an exercise, not the poll
+    assert class_poll.tally(store.answers(code, "logits")) == [0, 2, 0]
