@@ -117,7 +117,7 @@ def test_a_shared_link_reproduces_the_cut() -> None:
     ("logits.T", "-1"), ("logits.T", "nan"), ("logits.T", "1e300"), ("logits.T", "abc"),
     ("logits.k", "2.5"), ("logits.k", "99"), ("logits.p", "1.5"), ("logits.p", "inf"),
     ("logits.z", "abc"), ("logits.z", "1, 2"), ("logits.h", "1e300, 0"),
-    ("logits.E", "1, 0; 0, 1"), ("logits.cut.step", "9"),
+    ("logits.E", "1, 0; 0, 1"), ("logits.cut.step", "9"), ("chain.U", "1, 0; 0, 1"),
 ])
 def test_a_bad_link_value_gives_one_note_and_the_default(key: str, bad: str) -> None:
     at = open_page(PAGE, params={key: bad}, state=ANSWERED)
