@@ -7,18 +7,18 @@ import streamlit as st
 import torch
 
 from tinyformer.attention import scaled_dot_product_attention
+from tinyformer.lessons.chain import unmasked_attention
 from tinyformer.softmax import softmax_steps
-from ui import explain
+from ui import chain, explain
 from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
-from ui.fmt import latex_matrix, latex_vec, num, short, vec
+from ui.fmt import latex_matrix, latex_vec, num, places, short, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps, set_hand_example
 from ui.headings import subsection
 from ui.i18n import t
-from ui.inputs import matrix_input
-from ui.page import fold, part, section
+from ui.page import fold, part, section, stage_link
 from ui.reveal import Stepper
 
 
@@ -92,17 +92,16 @@ def matrix_form() -> None:
     section(t("softmax.matrix_title"))
     st.markdown(t("softmax.matrix_lead"))
     gloss(TAIL4)
-    cols = st.columns(3)
-    with cols[0]:
-        Q = matrix_input("Q", "Q [4 × 2]", [[1, 0], [0, 1], [1, 1], [1, -1]], rows=4)
-    with cols[1]:
-        K = matrix_input("K", "K [4 × 2]", [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], rows=4)
-    with cols[2]:
-        V = matrix_input("V", "V [4 × 2]", [[2, 0], [0, 4], [1, 1], [3, -1]], rows=4)
-    full = scaled_dot_product_attention(Q, K, V)  # no mask: every position reads all
+    run = chain.run()  # the running example's hand model, as left on stages 1.1 and 2
+    Q, K, V = run.Q, run.K, run.V  # [4, 2] each
+    dec = places(torch.cat([Q.flatten(), K.flatten(), V.flatten()]))
+    formula(r"Q = XW_q,\quad K = XW_k,\quad V = XW_v", rf"Q = {latex_matrix(Q, dec)},\quad "
+            rf"K = {latex_matrix(K, dec)},\quad V = {latex_matrix(V, dec)}")
+    stage_link("qkv")
+    full = unmasked_attention(run)  # no mask: every position reads all
     formula(r"\mathrm{Attention}(Q,K,V) = "
             r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
-    st.caption(t("softmax.mask_later"))
+    st.caption(t("softmax.mask_later", last=TAIL4[-1]))
 
     def explain_weight(i: int, j: int) -> str:
         return explain.softmax(t("softmax.cell_weight", i=TAIL4[i], j=TAIL4[j]),

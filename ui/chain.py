@@ -39,6 +39,9 @@ from ui.state import text_codec
 # How each value is named on screen (a formula's symbol: the same in both languages).
 SYMBOLS = {"X": "X", "Wq": "W_q", "Wk": "W_k", "Wv": "W_v", "W1": "W_1", "W2": "W_2",
            "U": "U"}
+# The stages that draw each value's box (edit): a bad value there is the box's message.
+EDITED_ON = {"X": ("tokens", "qkv"), "Wq": ("qkv",), "Wk": ("qkv",), "Wv": ("qkv",),
+             "W1": ("ffn",), "W2": ("ffn",), "U": ("logits",)}
 _CODEC = text_codec(MAX_TEXT)
 _RUN_VALUES = "_chain~run"  # (run number, {name: tensor}) of the values drawn this run
 
@@ -92,12 +95,17 @@ def value(name: str) -> torch.Tensor:
     _restore(name)
     default = _default_text(name)
     text = state.initial(key(name), default, _CODEC, SYMBOLS[name])
-    st.session_state[_kept(name)] = text
-    state.write_url(key(name), text, default, _CODEC)
     try:
         grid = parse_matrix(text or "", SHAPES[name][0], SHAPES[name][1], 100.0)
-    except ParseError:  # the box that holds it says why, on the stage that draws it
+    except ParseError:  # a bad link: the box says why on the stage that draws it, else a note
         grid = st.session_state.get(f"_{key(name)}{state.PRIVATE}valid") or DEFAULTS[name]
+        if state.current_stage() not in EDITED_ON.get(name, ()):
+            rows, cols = SHAPES[name]
+            state.bad_value_note(f"{SYMBOLS[name]} [{rows} × {cols}]")
+            text = format_matrix([list(map(float, row)) for row in grid])
+            st.session_state[key(name)] = text  # the note once, and a link that works
+    st.session_state[_kept(name)] = text
+    state.write_url(key(name), text, default, _CODEC)
     return torch.tensor(grid, dtype=torch.float64)
 
 

@@ -2,6 +2,7 @@
 live; the matrix form without a mask, its weights drawn once the exercise is answered."""
 
 import pytest
+import torch
 
 from tests.app.helpers import (
     BAD_CELL,
@@ -15,8 +16,13 @@ from tests.app.helpers import (
     tables,
     type_bad,
 )
+from tinyformer.lessons.chain import run_chain
+from ui.fmt import num
 
 PAGE = "pages/03_softmax.py"
+# The matrix form: the running example's hand model (stage 2's Q, K, V), with no mask
+UNMASKED = torch.softmax(run_chain().scaled, dim=-1)  # [4, 4]
+A10 = float(UNMASKED[1, 0])  # 0.135 = 2.028 / 14.976: 谁 reads 运费
 DEFAULT_NUMBERS = ["[1.000, 0.000]", "[0.707, 0.000]", "[0.670, 0.330]", "[1.340, 1.321]",
                    "e^{0.707} = 2.028", r"\frac{2.028}{3.028} = 0.670", "0.6698", "0.3302",
                    "0.330 × 4 = 1.320"]  # the rounding note: a hand product of rounded weights
@@ -65,14 +71,14 @@ def test_matrix_form_has_no_mask_and_shows_the_weights_once_answered():
     assert "Stage 4 shows why" in text  # the ÷√d_k step points forward to scaling
     assert r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V" in text  # no + M
     assert len(tables(at)) == 1  # the scaled scores only: the weights hold the answer
-    answer(at, "softmax.a10", 0.154)  # no mask: 谁 reads all four, 1 / 6.480
+    answer(at, "softmax.a10", A10)  # no mask: 谁 reads all four
     weights = tables(at)[1].values.tolist()
-    assert weights[0] == ["0.313", "0.154", "0.313", "0.220"]  # row 0 reads later words too
-    assert weights[1][0] == "0.154"
+    assert weights == [[num(w) for w in row] for row in UNMASKED.tolist()]
+    assert weights[0] == ["0.180", "0.365", "0.365", "0.089"]  # row 0 reads later words too
+    assert weights[3] == ["0.221", "0.221", "0.109", "0.449"]  # ？: the chain's own row
 
 
-@pytest.mark.parametrize("key", ["hand.q", "hand.kA", "hand.kB", "hand.vA", "hand.vB",
-                                 "softmax.Q", "softmax.K", "softmax.V"])
+@pytest.mark.parametrize("key", ["hand.q", "hand.kA", "hand.kB", "hand.vA", "hand.vB"])
 @pytest.mark.parametrize("bad", [BAD_CELL, "1, 2, 3; 4"])
 def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
     at = type_bad(PAGE, key, bad)
@@ -80,10 +86,11 @@ def test_bad_input_shows_a_message_and_keeps_the_last_value(key, bad):
 
 
 def test_bad_link_values_fall_back_with_a_note(lang):
-    at = open_page(PAGE, lang, params={"softmax.K": "1, x", "hand.q": "abc"})
+    at = open_page(PAGE, lang, params={"chain.Wk": "1, x", "hand.q": "abc"})
     assert_clean(at)
-    assert len(at.error) == 2
+    assert len(at.error) == 2  # the hand model's W_k is drawn on stage 2: a note here
     assert "[1.340, 1.321]" in page_text(at)
+    assert "chain.Wk" not in at.query_params  # the default in its place, a link that works
 
 
 def test_choice_exercise_reveals_the_answer(lang):
@@ -93,21 +100,21 @@ def test_choice_exercise_reveals_the_answer(lang):
     assert "[0.660, 2.679]" in at.success[0].value
 
 
-@pytest.mark.parametrize(("typed", "right"), [(0.154, True), (0.33, False)])
+@pytest.mark.parametrize(("typed", "right"), [(A10, True), (0.33, False)])
 def test_number_exercise_checks_and_shows_the_steps(lang, typed, right):
     at = open_page(PAGE, lang)
-    assert "0.154" not in "".join(m.value for m in at.success)
+    assert num(A10) not in "".join(m.value for m in at.success)
     answer(at, "softmax.a10", typed)
     assert len(at.success if right else at.warning) == 1
-    assert r"\frac{1.000}{1.000 + 2.028 + 2.028 + 1.424}" in explanations(at)  # the steps
+    assert r"\frac{2.028}{2.028 + 4.113 + 8.342 + 0.493}" in explanations(at)  # the steps
 
 
 def test_clicked_cell_is_explained_outlined_and_kept_after_an_edit():
-    answered = {"_softmax.ex.a10.answered": 0.154}  # the weights are drawn once answered
+    answered = {"_softmax.ex.a10.answered": A10}  # the weights are drawn once answered
     at = open_page(PAGE, state={**click(("softmax.weights_map", 3, 1)), **answered})
     assert r"a_{3,1}" in explanations(at)
-    at.text_input("softmax.V").input("1, 0; 0, 1; 1, 1; 3, -1").run()
-    assert r"a_{3,1}" in explanations(at)  # still explained after the edit
+    at.text_input("hand.q").input("2, 0").run()
+    assert r"a_{3,1}" in explanations(at)  # still explained after an edit
     assert at.query_params["softmax.weights_map"] == "3,1"  # and named in the URL
 
 
