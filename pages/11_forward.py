@@ -1,16 +1,21 @@
 """Stage 11: the whole decoder, one intermediate at a time, from token IDs to the next token."""
 
+from contextlib import suppress
+
 import streamlit as st
 
+from tinyformer.errors import TinyformerError
 from tinyformer.lessons import forward_pass as fp
-from ui import explain
+from tinyformer.lessons import trace as tr
+from tinyformer.lessons.corpus import find_question
+from ui import explain, sentence
 from ui.charts import bars
-from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.example import PAYERS, Q1_WORDS, Q2, Q2_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num, shape
 from ui.formula import formula
-from ui.forward_cells import FORMULA, explain_cell
+from ui.forward_cells import FORMULA, explain_cell, trace_button, trace_view
 from ui.i18n import t
 from ui.inputs import choice, number, text, toggle
 from ui.models import shipped_model
@@ -19,11 +24,12 @@ from ui.page import device_name, part, section
 
 VOCAB = 50  # the article's vocabulary
 MAX_LEN = 16  # and its position table
-QUESTIONS = {"q1": Q1, "q2": Q2}  # what the trained model reads
 
 
 random_run = st.cache_resource(max_entries=32)(fp.seeded_run)  # one run per setting, shared
-shipped_run = st.cache_resource(max_entries=4)(lambda q, d: fp.trained_run(q, d, shipped_model(d)))
+# Any text of known characters (the teacher's own sentence too): bounded by its length
+shipped_run = st.cache_resource(max_entries=16)(
+    lambda text, d: tr.text_run(shipped_model(d), text, d))
 
 
 def step_label(k: int, step: fp.Step) -> str:  # "4 · Block 0 · LayerNorm 1"
@@ -65,15 +71,22 @@ def walk(run: fp.ForwardRun, rows: list[str], tok, answered: bool) -> None:  # t
     formula(FORMULA[step.name][1], explain.latex_part(explain_cell(step, *first, rows, tok)))
     style = {"colorscale": "Oranges", "zmin": 0} if step.op == "softmax" else diverging(out)
     if step.name == "probs":  # one row of V, drawn `grid` token IDs to a row
-        heatmap(out[0, 0].reshape(-1, grid), [str(c) for c in range(grid)],
-                [f"{r * grid} +" for r in range(out.shape[-1] // grid)], key="probs", **style,
-                explain=lambda r, c: explain_cell(step, 0, 0, r * grid + c, rows, tok))
-        return
-    for g, column in zip(range(len(out)), st.columns(len(out)), strict=True):
-        with column:
-            heatmap(out[g], cols, rows, key=f"map_{step.id.replace('.', '_')}_{g}", **style,
-                    x_title=t("forward.head", h=g, hd=hd) if len(out) > 1 else "",
-                    explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows, tok))
+        cell = heatmap(out[0, 0].reshape(-1, grid), [str(c) for c in range(grid)],
+                       [f"{r * grid} +" for r in range(out.shape[-1] // grid)], key="probs",
+                       **style, explain=lambda r, c: explain_cell(step, 0, 0, r * grid + c,
+                                                                  rows, tok))
+        if cell is not None:
+            trace_button(tr.Address(step.id, 0, 0, cell[0] * grid + cell[1]), "probs")
+    else:
+        for g, column in zip(range(len(out)), st.columns(len(out)), strict=True):
+            with column:
+                key = f"map_{step.id.replace('.', '_')}_{g}"
+                cell = heatmap(out[g], cols, rows, key=key, **style,
+                               x_title=t("forward.head", h=g, hd=hd) if len(out) > 1 else "",
+                               explain=lambda i, c, g=g: explain_cell(step, g, i, c, rows, tok))
+                if cell is not None:
+                    trace_button(tr.Address(step.id, g, *cell), key)
+    trace_view(run, rows, tok)
 
 
 trained = choice("model", t("forward.model"), ["random", "trained"], "random",
@@ -85,9 +98,15 @@ a00_answered = number_exercise("a00", t("forward.ex2_question"), 1.0, t("forward
 answered = shape_answered and a00_answered  # the run shows both answers
 section(t("forward.settings"))
 if trained:
-    question = QUESTIONS[choice("question", t("forward.question"), list(QUESTIONS), "q1",
-                                format_func=QUESTIONS.get)]
+    # "q1": the teacher's own sentence (ui/sentence.py), by default question 1
+    questions = {"q1": sentence.current(), "q2": Q2}
+    question = questions[choice("question", t("forward.question"), list(questions), "q1",
+                                format_func=questions.get)]
+    with suppress(TinyformerError):  # no shipped model: the run below says so, once
+        question = sentence.for_vocab(shipped_model(device_name()).vocab.tokens, question)
     st.info(t("forward.trained_note"), icon=":material/model_training:")
+    if find_question(question) is None:
+        st.caption(t("forward.not_in_corpus"))
     gloss(Q1_WORDS + Q2_WORDS + PAYERS[:2] + ("商", "买"))
 else:
     with st.container(horizontal=True, vertical_alignment="bottom"):

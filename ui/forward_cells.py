@@ -1,17 +1,25 @@
 """Stage 11's cell explanations: for one cell of any intermediate of the decoder's
-forward pass, the formula with that cell's own numbers (ui.explain's formats).
+forward pass, the formula with that cell's own numbers (ui.explain's formats); and the
+trace of a number back to the token IDs (tinyformer/lessons/trace.py), its trail kept in
+the URL ("forward.trace").
 
     formula(FORMULA[step.name][1], explain.latex_part(explain_cell(step, g, i, c, rows, tok)))
+    trace_button(Address(step.id, g, i, c), key)   # under a clicked cell
+    trace_view(run, rows, tok)                     # the breadcrumb, one step, its inputs
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import streamlit as st
+
 from tinyformer.lessons import forward_pass as fp
+from tinyformer.lessons import trace as tr
 from tinyformer.softmax import softmax_steps
-from ui import explain
+from ui import explain, state
 from ui.fmt import num, term
+from ui.headings import subsection
 from ui.i18n import t
 
 NORM = r"\frac{{{0}_c - \mu}}{{\sqrt{{\sigma^2 + \epsilon}}}}\,\gamma_c + \beta_c"  # of row i
@@ -81,3 +89,107 @@ def _worked(step: fp.Step, cell, i: int, c: int) -> str:
     if cell.activation:
         latex = rf"\mathrm{{GELU}}({latex}) = \mathrm{{GELU}}({num(cell.pre)})"
     return latex
+
+
+# --- Trace a number back (tinyformer/lessons/trace.py) ----------------------------------
+TRAIL = "trace"  # the stage's URL key: "forward.trace=logits-0-13-2~final-0-13-5~..."
+PER_HEAD = ("scores", "weights", "heads")  # steps whose group is a head
+MAX_BUTTONS = 4  # sources offered as buttons; the others in a select box
+
+
+def _trail_codec(run: fp.ForwardRun) -> state.Codec:
+    def valid(trail) -> bool:
+        if not isinstance(trail, tuple) or len(trail) > tr.MAX_TRAIL or not all(
+                isinstance(a, tr.Address) for a in trail):
+            return False
+        try:
+            return tr.parse_trail(run, tr.trail_text(trail)) == trail
+        except tr.TrailError:
+            return False
+
+    return state.Codec(encode=tr.trail_text, decode=lambda raw: tr.parse_trail(run, raw),
+                       valid=valid)
+
+
+def crumb(run: fp.ForwardRun, address: tr.Address, tok: Callable[[int], str]) -> str:
+    """One cell of a trail as the breadcrumb names it: "Logits $z_{13,2}$"."""
+    if address.step == tr.IDS:
+        return t("forward.crumb_id", i=address.i, tok=tok(run.ids[address.i]))
+    step = tr.steps_by_id(run)[address.step]
+    symbol = FORMULA[step.name][0]
+    if step.name in PER_HEAD:
+        symbol = f"{symbol}^{{({address.g})}}"
+    row = len(run.ids) - 1 if step.name == "probs" else address.i
+    block = "" if step.block is None else t("forward.block", b=step.block) + " · "
+    return f"{block}{t(f'forward.step_{step.name}')} ${explain.cell_name(symbol, row, address.c)}$"
+
+
+def _set_trail(key: str, trail: tuple[tr.Address, ...]) -> None:
+    st.session_state[key] = trail
+
+
+def trace_button(address: tr.Address, key: str) -> None:
+    """Under a clicked cell: start a trail there (it replaces the one before)."""
+    st.button(t("forward.trace_start"), key=state.private(TRAIL, key),
+              icon=":material/route:", on_click=_set_trail,
+              args=(state.qualify(TRAIL), (address,)))
+
+
+def trace_view(run: fp.ForwardRun, rows: list[str], tok: Callable[[int], str]) -> None:
+    """The trail so far as a breadcrumb, the last cell's computation with the numbers
+    that went into it, and its inputs: one click follows one of them a step back."""
+    key = state.qualify(TRAIL)
+    codec = _trail_codec(run)
+    trail = state.initial(key, (), codec, t("forward.trace_label"), quiet_stale=True)
+    state.write_url(key, trail, (), codec)
+    subsection(t("forward.trace_title"))
+    if not trail:
+        st.caption(t("forward.trace_empty"))
+        return
+    st.markdown(" ← ".join(crumb(run, a, tok) for a in trail), help=t("forward.trace_help"))
+    here = trail[-1]
+    link = tr.link(run, here)
+    if here.step == tr.IDS:
+        st.success(t("forward.trace_done", i=here.i, tok=tok(run.ids[here.i]), n=len(trail)),
+                   icon=":material/flag:")
+    else:
+        step = tr.steps_by_id(run)[here.step]
+        st.markdown(explain_cell(step, here.g, here.i, here.c, rows, tok))
+        if link.op == "position":
+            st.info(t("forward.trace_position", i=here.i), icon=":material/flag:")
+        elif not link.sources:  # a blocked score: the mask, not a computation
+            st.info(t("forward.trace_blocked"), icon=":material/block:")
+        else:
+            _sources(run, trail, link, tok, key)
+    with st.container(horizontal=True):
+        if len(trail) > 1:
+            st.button(t("forward.trace_undo"), key=state.private(TRAIL, "undo"),
+                      icon=":material/undo:", on_click=_set_trail, args=(key, trail[:-1]))
+        st.button(t("forward.trace_clear"), key=state.private(TRAIL, "clear"),
+                  icon=":material/close:", on_click=_set_trail, args=(key, ()))
+
+
+def _sources(run: fp.ForwardRun, trail, link: tr.Link, tok, key: str) -> None:
+    """The cells this one was computed from, the largest terms first."""
+    st.markdown(t("forward.trace_sources", n=len(link.sources)))
+
+    def label(source: tr.Source) -> str:
+        value = "ID " + str(int(source.value)) if source.address.step == tr.IDS \
+            else num(source.value, 4 if source.address.step == "probs" else 3)
+        part = "" if source.part is None else " · " + t("forward.trace_part",
+                                                         part=num(source.part))
+        return f"← {crumb(run, source.address, tok)} = {value}{part}"
+
+    with st.container(horizontal=True):
+        for n, source in enumerate(link.sources[:MAX_BUTTONS]):
+            st.button(label(source), key=state.private(TRAIL, f"src{n}"),
+                      on_click=_set_trail, args=(key, (*trail, source.address)))
+    rest = link.sources[MAX_BUTTONS:]
+    if rest:
+        with st.container(horizontal=True, vertical_alignment="bottom"):
+            labels = [label(source) for source in rest]  # drawn in this run's language
+            pick = st.selectbox(t("forward.trace_more", n=len(rest)), range(len(rest)),
+                                format_func=labels.__getitem__,
+                                key=state.private(TRAIL, "more" + link.address.text()))
+            st.button(t("forward.trace_follow"), key=state.private(TRAIL, "follow"),
+                      on_click=_set_trail, args=(key, (*trail, rest[pick].address)))

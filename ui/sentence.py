@@ -82,6 +82,10 @@ def box(where: str = "sidebar") -> str:
         st.button(t("kit.sentence.reset"), key=f"{widget}_reset", on_click=_set, args=(DEFAULT,),
                   icon=":material/restart_alt:", help=t("kit.sentence.reset_help", example=DEFAULT))
     state.write_url(KEY, st.session_state[KEY], DEFAULT, CODEC)
+    # The frame recorded its values before this box read the sentence (the first run of a
+    # session had none): this whole run draws the page with the sentence now, so a
+    # section's own rerun must not take it for a change and redraw everything.
+    state.frame_drawn()
     return st.session_state[KEY]
 
 

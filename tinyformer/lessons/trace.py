@@ -21,6 +21,7 @@ that is no source of the one before it) with a TrailError.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass
@@ -28,11 +29,34 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from tinyformer.lessons.forward_pass import ForwardRun, Step
+from tinyformer.errors import ParameterError
+from tinyformer.lessons.checkpoint import TrainedModel
+from tinyformer.lessons.forward_pass import ForwardRun, Step, forward_run
 
 IDS = "ids"  # the input IDs: where every trail ends
 MAX_TRAIL = 64  # addresses in one trail: longer than any path from a probability to an ID
 _ADDRESS = re.compile(r"^(ids|(?:b\d{1,2}\.)?[a-z_0-9]{1,12})-(\d{1,4})-(\d{1,4})-(\d{1,5})$")
+
+
+def text_run(trained: TrainedModel, text: str, device: str = "cpu") -> ForwardRun:
+    """The trained model's forward pass over any text of characters it knows (the
+    teacher's own sentence: unlike forward_pass.trained_run, not only the corpus's
+    questions), its IDs named by their characters. The model is copied to ``device``."""
+    encoded = trained.vocab.encode(text)
+    if not text:
+        raise ParameterError("trained_question_empty", "the question is empty")
+    if encoded.unknown:
+        chars = "".join(encoded.unknown)
+        raise ParameterError("trained_question_unknown",
+                             f"the model never saw these characters in training: {chars}",
+                             chars=chars)
+    limit = trained.model.max_length
+    if len(encoded.ids) > limit:
+        raise ParameterError("trained_question_too_long",
+                             f"the text has {len(encoded.ids)} characters; at most {limit}",
+                             length=len(encoded.ids), limit=limit)
+    model = copy.deepcopy(trained.model).to(device)
+    return forward_run(model, encoded.ids, trained.vocab.tokens)
 
 
 class TrailError(ValueError):
