@@ -22,7 +22,7 @@ from ui.page import part, section
 from ui.reveal import Stepper
 from ui.tables import table
 
-SHIFT_ANSWERED = state.private("shift", "answered")  # read by the running example's part
+SHIFT_ANSWERED = state.private("shift", "answered")  # read by running_example() below
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
 X_DEFAULT = (1, 3, 0, 4, 2, -1)  # the first d numbers are the default x
 
@@ -84,11 +84,13 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
         beta = matrix_input(f"b{d}", t("residual_norm.beta"), [0] * d)
     shifted = compare_norms(torch.tensor([11.0, 13.0], dtype=torch.float64), eps=eps)
     base = compare_norms(torch.tensor([1.0, 3.0], dtype=torch.float64), eps=eps)
-    st.session_state[SHIFT_ANSWERED] = choice_exercise("shift", t("residual_norm.ex_question"),
-                    [t(f"residual_norm.ex_{k}") for k in ("layer", "rms", "both", "neither")],
-                    correct=0, explanation=t("residual_norm.ex_explain", layer=vec(
-                        shifted.layer.output), rms=num(shifted.rms.rms), rms_out=vec(
-                        shifted.rms.output), rms_before=vec(base.rms.output)))
+    shift = choice_exercise("shift", t("residual_norm.ex_question"),
+                            [t(f"residual_norm.ex_{k}") for k in
+                             ("layer", "rms", "both", "neither")],
+                            correct=0, explanation=t("residual_norm.ex_explain", layer=vec(
+                                shifted.layer.output), rms=num(shifted.rms.rms), rms_out=vec(
+                                shifted.rms.output), rms_before=vec(base.rms.output)))
+    st.session_state[SHIFT_ANSWERED] = shift
     with shown_errors():
         cmp = compare_norms(x, gamma, beta, eps)
         ln = cmp.layer
