@@ -4,11 +4,15 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from tinyformer.lessons.chain import IDS as HAND_IDS
+from tinyformer.lessons.chain import VOCAB as HAND_VOCAB
+from tinyformer.lessons.chain import WIDTH as HAND_WIDTH
+from tinyformer.lessons.chain import WORDS as HAND_WORDS
 from tinyformer.masks import position_ids
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
-from ui import explain
+from ui import chain, explain
 from ui.corpus import corpus_text
-from ui.example import Q1, Q2, question_box
+from ui.example import Q1, Q2, gloss, question_box
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num, plain, term
@@ -168,3 +172,27 @@ table(pd.DataFrame.from_dict(rows, orient="index").astype(str), name=t("tokens.b
 st.markdown(t("tokens.batch_positions"))
 st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
         icon=":material/visibility_off:")
+
+# --- 6. The running example's hand model: whole words, IDs, a table of width 2 ----------
+section(t("tokens.chain_title"))
+st.markdown(t("tokens.chain_lead", v=len(HAND_VOCAB), d=HAND_WIDTH, first=HAND_IDS[0],
+              last=HAND_IDS[-1]))
+gloss(HAND_VOCAB)
+x_box, tables_side = st.columns([2, 3])
+with x_box:  # the box first: the table beside it shows its rows
+    chain.edit("X", t("tokens.chain_x_label", d=HAND_WIDTH),
+               slider_labels=[f"{w} · x[{c}]" for w in HAND_WORDS for c in range(HAND_WIDTH)])
+hand = chain.run()  # the hand model with these rows (also what stages 2 to 10.1 compute with)
+with tables_side:
+    side_by_side(
+        (t("tokens.chain_table", v=len(HAND_VOCAB), d=HAND_WIDTH), hand.table,
+         [f"{i} · {w}" for i, w in enumerate(HAND_VOCAB)], "hand_e_map", lambda r, j: looked_up(
+             t("tokens.cell_hand_table", id=r, tok=HAND_VOCAB[r]), [cell("E", r, j)],
+             hand.table[r, j])),
+        (t("tokens.chain_x", n=len(HAND_IDS), d=HAND_WIDTH), hand.X, list(HAND_WORDS),
+         "hand_x_map", lambda i, j: looked_up(
+             t("tokens.cell_x", i=i, tok=HAND_WORDS[i], id=HAND_IDS[i]),
+             [cell("X", i, j), cell("E", HAND_IDS[i], j)], hand.X[i, j])))
+formula(r"x_i = E[\mathrm{id}_i]", r",\ ".join(
+    f"x_{{{i}}} = E[{k}]" for i, k in enumerate(HAND_IDS)))
+st.caption(t("tokens.chain_note"))
