@@ -314,14 +314,15 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     hi = max(slider_range[1], math.ceil(max(flat)))
     cols = len(grid[0])
     for row in range(len(grid)):
-        # One row of columns per matrix row: on a phone the columns stack, and the sliders
-        # then still read row by row (W[0,0], W[0,1], W[1,0] ...).
-        for col, column in enumerate(st.columns(cols)):
-            index = row * cols + col
-            slider_key = f"_{key}{state.PRIVATE}{index}"
-            st.session_state[slider_key] = flat[index]
-            label = labels[index] if labels else _component_label(index, cols, vector)
-            with column:
+        # One line of sliders per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too:
+        # Streamlit's columns stack below 640 px, one full-width slider each, where a
+        # horizontal container keeps them side by side.
+        with st.container(horizontal=True, wrap=False, gap="small"):
+            for col in range(cols):
+                index = row * cols + col
+                slider_key = f"_{key}{state.PRIVATE}{index}"
+                st.session_state[slider_key] = flat[index]
+                label = labels[index] if labels else _component_label(index, cols, vector)
                 st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
                           on_change=_slider_moved, args=(key, index, cols, vector),
                           format="%.2f")

@@ -174,6 +174,23 @@ def test_a_component_slider_changes_only_its_component():
     assert [s.label for s in at.main.slider] == ["v1", "v2"]
 
 
+def _slider_rows(block) -> list[tuple[list[str], bool, bool]]:
+    """(labels, horizontal, wraps) of each block that holds sliders itself."""
+    kids = list(getattr(block, "children", {}).values())
+    found = [[c.label for c in kids if getattr(c, "type", "") == "slider"]]
+    flex = block.proto.flex_container if hasattr(block.proto, "flex_container") else None
+    rows = [(found[0], flex is not None and flex.direction == flex.HORIZONTAL,
+             flex is not None and flex.wrap)] if found[0] else []
+    return rows + [row for kid in kids for row in _slider_rows(kid)]
+
+
+def test_a_vectors_sliders_share_one_line_that_does_not_wrap():
+    """On a phone Streamlit's columns stack (one full-width slider each); a horizontal
+    container that does not wrap keeps v[0] and v[1] side by side (checked in Chromium at
+    390 and 1280 px)."""
+    assert _slider_rows(_run(_matrix).main) == [(["v1", "v2"], True, False)]
+
+
 # --- heatmap click -------------------------------------------------------------------------
 def _heatmap():
     from ui.figures import heatmap
