@@ -151,6 +151,7 @@ def grouped(x, weights: list, mask, shapes_answered: bool) -> None:
 
 st.caption(t("multi_head.tokens"))
 gloss(TAIL6)
+st.info(t("multi_head.chain_note"), icon=":material/link:")  # the hand model has one head
 section(t("multi_head.split_title"))
 left, right = st.columns([2, 3])  # the question and the settings, beside the split
 with left:
