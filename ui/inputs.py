@@ -316,8 +316,9 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     for row in range(len(grid)):
         # One line of sliders per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too:
         # Streamlit's columns stack below 640 px, one full-width slider each, where a
-        # horizontal container keeps them side by side.
-        with st.container(horizontal=True, wrap=False, gap="small"):
+        # horizontal container keeps them side by side (up to four: more would be too
+        # narrow to drag on a phone, so they wrap).
+        with st.container(horizontal=True, wrap=cols > 4, gap="small"):
             for col in range(cols):
                 index = row * cols + col
                 slider_key = f"_{key}{state.PRIVATE}{index}"
