@@ -38,7 +38,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ2345679"  # no 0/O, 1/I, 8/B lookalikes
 CODE_LENGTH = 6
 MAX_LEARNERS = 200
 MAX_ANSWERS = 400  # per learner and class: every exercise of the lesson, several times
-MAX_NICKNAME = 24
+MAX_NICKNAME = 20
 MAX_ANSWER = 64  # characters of one answer as stored
 MAX_PARAMS = 4096  # characters of the teacher's position (a page's URL parameters)
 

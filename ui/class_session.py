@@ -23,15 +23,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
 from serving import class_store
 from serving.class_store import ClassError, ClassStore, normal_code
-from ui import classroom, lesson_plan, state
+from ui import classroom, handout, lesson_plan, state
 from ui.fold import NAME as FOLD_NAME
 from ui.i18n import t
 
@@ -49,6 +51,9 @@ _JOINED = "_class_joined"
 _ME = "_class_learner"
 _TALLY = "_class_tally"  # what the teacher's tallies were drawn from
 _REVEALED = "_class_revealed"  # the exercises whose answer the teacher has shown
+_EXERCISES = "_class_exercises"  # the teacher's: (stage, name) -> (question, options, right)
+_NICK = "_class_nickname"  # a learner's nickname box
+OVERVIEW_ID = "class"  # the class overview page's URL path (pages/class_overview.py)
 _CODE = state.text_codec(class_store.CODE_LENGTH)
 # The lesson (ui/lesson_plan.py): the teacher's ordered steps, kept in the session
 LESSON = "lesson"  # a lesson link's URL value; read once, then removed from the URL
@@ -312,7 +317,7 @@ def sidebar() -> None:
 
 
 def _class_box() -> None:
-    with st.expander(t("class.title"), icon=":material/groups:"):
+    with st.expander(t("class.box_title"), icon=":material/groups:"):
         if code() is None:
             st.button(t("class.start"), key="_class_start", on_click=start)
             typed = st.text_input(t("class.join_label"), key="_class_join", max_chars=8,
@@ -327,7 +332,19 @@ def _class_box() -> None:
         if teaching():
             st.caption(t("class.teacher_link_note"))
             st.code(teacher_link(), language=None)
+        else:
+            _nickname_box()
         st.button(t("class.leave"), key="_class_leave", on_click=leave)
+
+
+def _nickname_box() -> None:
+    """A learner's optional nickname, shown to the teacher in the class overview."""
+    st.text_input(t("class.nickname"), key=_NICK, max_chars=class_store.MAX_NICKNAME,
+                  help=t("class.nickname_help"))
+    if st.button(t("class.nickname_save"), key="_class_nickname_save"):
+        name = nickname_text(st.session_state.get(_NICK) or "")
+        if _safely(lambda: store().join(code(), learner_id(), name)) is None:
+            st.caption(t("class.nickname_saved") if name else t("class.nickname_none"))
 
 
 # --- the lesson --------------------------------------------------------------------------
@@ -516,6 +533,7 @@ def tally(stage_id: str, exercise: str, options: Sequence[str] | None,
     right, and the button that shows the answer to the class."""
     if not teaching():
         return
+    _remember(stage_id, exercise)
     distribution(stage_id, exercise, options, right)
     key = st.session_state[_KEY]
     if st.button(t("class.reveal"), key=f"_class_reveal.{stage_id}.{exercise}"):
@@ -547,3 +565,138 @@ def _as_number(text: str) -> tuple[int, float | str]:
         return (0, float(text))
     except ValueError:
         return (1, text)
+
+
+# --- the class overview ------------------------------------------------------------------
+def _remember(stage_id: str, exercise: str) -> None:
+    """The teacher has this exercise on screen: keep its question, options and right
+    answer (the handout's record of it) for the class overview."""
+    record = handout.current()
+    items = record.parts[record.active] if record.active else record.items
+    for kind, item in reversed(items):
+        if kind == "exercise":
+            question, options, right = item[0], item[1], item[2]
+            st.session_state.setdefault(_EXERCISES, {})[(stage_id, exercise)] = (
+                str(question), tuple(map(str, options)) if options else None, str(right))
+            return
+
+
+@dataclass(frozen=True)
+class Row:
+    """One exercise in the class overview."""
+
+    stage: str
+    exercise: str
+    question: str  # "" when the teacher has not had it on screen in this session
+    answered: int
+    right: int
+    wrong: str  # the most common wrong answer, as the learners saw it ("" if none)
+    wrong_count: int
+
+
+def overview_rows(answers: Sequence[class_store.Answer],
+                  known: Mapping[tuple[str, str], tuple[str, Sequence[str] | None, str]],
+                  order: Sequence[str]) -> list[Row]:
+    """Every exercise answered in the class or known to the teacher (the polls left
+    out), in the stages' order: how many answered, how many right, and the most common
+    wrong answer (a choice's option text where the options are known)."""
+    from ui.class_poll import is_poll
+
+    by_exercise: dict[tuple[str, str], list[class_store.Answer]] = {k: [] for k in known}
+    for answer in answers:
+        by_exercise.setdefault((answer.stage, answer.exercise), []).append(answer)
+    rank = {stage: i for i, stage in enumerate(order)}
+    rows = []
+    for (stage, exercise), given in by_exercise.items():
+        if is_poll(exercise):
+            continue
+        question, options, _ = known.get((stage, exercise), ("", None, ""))
+        wrong = Counter(a.answer for a in given if not a.right).most_common(1)
+        text, count = wrong[0] if wrong else ("", 0)
+        if options and text.isdigit() and int(text) < len(options):
+            text = options[int(text)]
+        rows.append(Row(stage, exercise, question, len(given), sum(a.right for a in given),
+                        text, count))
+    rows.sort(key=lambda row: rank.get(row.stage, len(rank)))  # stable: first seen first
+    return rows
+
+
+def nickname_text(nickname: str) -> str:
+    """A nickname as it may be shown and stored: no control or format characters, no
+    spaces at its ends, at most MAX_NICKNAME characters. It is still shown as text only
+    (a table cell, an input box), never as Markdown or HTML."""
+    kept = "".join(c for c in nickname if unicodedata.category(c)[0] != "C")
+    return kept.strip()[:class_store.MAX_NICKNAME]
+
+
+def csv_safe(text: str) -> str:
+    """A cell a spreadsheet would read as a formula is quoted as text."""
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@") else text
+
+
+def learner_rows(answers: Sequence[class_store.Answer]) -> list[tuple[str, int, int]]:
+    """(nickname, or the pseudonym's start; answers; right) per learner who answered."""
+    from ui.class_poll import is_poll
+
+    seen: dict[str, list[class_store.Answer]] = {}
+    for answer in answers:
+        if not is_poll(answer.exercise):
+            seen.setdefault(answer.learner, []).append(answer)
+    return [(given[0].nickname or f"#{learner[:6]}", len(given), sum(a.right for a in given))
+            for learner, given in seen.items()]
+
+
+def overview() -> None:
+    """The class overview page: for the teacher only."""
+    from ui.page import stage_label
+    from ui.stages import STAGES, by_id
+    from ui.tables import table
+
+    if not teaching():
+        st.info(t("class.overview_teacher_only"), icon=":material/lock:")
+        return
+    answers = _safely(lambda: store().answers(code()))
+    if answers is None:
+        return
+    plan_order = [step.stage for step in lesson()]
+    order = list(dict.fromkeys([*plan_order, *(s.id for s in STAGES)]))
+    known = {k: v for k, v in st.session_state.get(_EXERCISES, {}).items()
+             if not plan_order or k[0] in plan_order}
+    rows = overview_rows(answers, known, order)
+    joined = _safely(lambda: store().learners(code())) or 0
+    st.markdown(t("class.overview_lead", n=joined))
+    st.button(t("class.overview_refresh"), key="_class_overview_refresh",
+              icon=":material/refresh:")  # a click reruns the page: the newest answers
+    if not rows:
+        st.caption(t("class.overview_empty"))
+        return
+    columns = [t(f"class.overview_{c}") for c in ("stage", "question", "answered", "right",
+                                                  "share", "wrong")]
+    cells = [[stage_label(by_id(r.stage)), r.question or r.exercise, r.answered, r.right,
+              f"{100 * r.right / r.answered:.0f} %" if r.answered else "–",
+              t("class.overview_wrong_n", answer=r.wrong, n=r.wrong_count) if r.wrong_count
+              else "–"] for r in rows]
+    title = t("class.overview_table")
+    table({c: [row[i] for row in cells] for i, c in enumerate(columns)}, name=title)
+    st.download_button(t("class.overview_csv"), file_name=f"tinyformer-class-{code()}.csv",
+                       data=handout.table_csv(handout.Table(
+                           title, columns, [str(i) for i in range(len(cells))],
+                           [[csv_safe(str(v)) for v in row] for row in cells])),
+                       mime="text/csv", on_click="ignore", icon=":material/download:",
+                       key="_class_overview_csv")
+    people = learner_rows(answers)
+    if people:
+        st.subheader(t("class.overview_learners"))
+        names = [t(f"class.overview_{c}") for c in ("name", "answered", "right")]
+        table({names[0]: [csv_safe(p[0]) for p in people], names[1]: [p[1] for p in people],
+               names[2]: [p[2] for p in people]}, name=t("class.overview_learners"))
+
+
+def overview_page() -> Any:
+    """The overview as a Streamlit page for st.navigation: listed for the teacher only."""
+    from ui.page import stage_label
+    from ui.stages import by_id
+
+    stage = by_id(OVERVIEW_ID)
+    return st.Page(stage.path, title=stage_label(stage), url_path=OVERVIEW_ID,
+                   visibility="visible" if teaching() else "hidden")

@@ -69,6 +69,7 @@ def navigation() -> StreamlitPage:
         t(f"nav.{name}") if name else "": [st_page(by_id(s)) for s in stage_ids]
         for name, stage_ids in NAV_SECTIONS
     }
+    sections[""].append(class_session.overview_page())  # the teacher's (issue 18)
     return st.navigation(sections, position="sidebar", expanded=True)
 
 
@@ -263,7 +264,7 @@ def _presenter_bar(stage: Stage) -> _Bar:
                 link_to(following, "→", icon=None)
             else:
                 st.markdown(t("kit.lesson_over"))
-        if stage != HOME:
+        if stage in STAGES:
             st.caption(t("kit.stage_of", k=STAGES.index(stage) + 1, n=len(STAGES)),
                        width="content")
         _language_switch()

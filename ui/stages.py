@@ -19,6 +19,7 @@ class Stage:
 
 
 HOME = Stage("home", "pages/overview.py", "", ":material/home:")
+CLASS_OVERVIEW = Stage("class", "pages/class_overview.py", "", ":material/insights:")  # no stage
 
 # A curriculum section that holds two ideas spans two pages, numbered 0.1, 0.2 ...
 # The order is the lesson's: softmax (3) comes before scaling (4) and masks (5.1), which
@@ -60,7 +61,7 @@ def all_pages() -> tuple[Stage, ...]:
 
 
 def by_id(stage_id: str) -> Stage:
-    for stage in all_pages():
+    for stage in (*all_pages(), CLASS_OVERVIEW):
         if stage.id == stage_id:
             return stage
     raise KeyError(stage_id)
@@ -74,6 +75,8 @@ def by_url(url_path: str) -> Stage:
 def neighbours(stage_id: str) -> tuple[Stage | None, Stage | None]:
     """(previous, next) in curriculum order; the overview precedes the first stage."""
     pages = all_pages()
+    if stage_id not in [p.id for p in pages]:  # CLASS_OVERVIEW: no previous or next
+        return None, None
     index = [p.id for p in pages].index(stage_id)
     previous = pages[index - 1] if index > 0 else None
     following = pages[index + 1] if index + 1 < len(pages) else None

@@ -133,3 +133,31 @@ def test_the_next_token_poll_is_opened_voted_counted_and_shown():
     _rerun(learner)
     assert "买家 (buyer) · 1" in [p.text for p in learner.get("progress")]
     assert _here(learner).button("_class_poll_send.logits").disabled  # the vote is over
+
+
+def test_the_overview_is_the_teachers_and_a_nickname_stays_text():
+    teacher = open_page("pages/03_softmax.py")
+    teacher.button("_class_start").click().run()
+    code = teacher.query_params["class"]
+    learner = open_page("pages/03_softmax.py", params={"class": code})
+    nick = "<script>x</script>**"  # 20 characters: the most a nickname keeps
+    learner.text_input("_class_nickname").input(nick)
+    learner.button("_class_nickname_save").click().run()
+    key = _exercise(learner)
+    _here(learner).radio(f"{key}.choice").set_value(0).run()
+    learner.button(f"{key}.reveal").click().run()
+    wrong = bool(learner.warning)  # the kit says "not quite" under a wrong answer
+
+    teacher.switch_page("pages/class_overview.py").run()
+    rows = teacher.table[0].value
+    row = rows[rows[EN["class.overview_answered"]] == 1].iloc[0]
+    assert row[EN["class.overview_right"]] == (0 if wrong else 1)
+    assert (row[EN["class.overview_wrong"]] != "–") == wrong  # an option's text, (1×)
+    people = teacher.table[1].value
+    assert list(people[EN["class.overview_name"]]) == [nick]  # as typed, a table cell
+    assert not any("<script" in m.value for m in teacher.markdown)
+    assert teacher.get("download_button")
+
+    _here(learner).switch_page("pages/class_overview.py").run()
+    assert EN["class.overview_teacher_only"] in [i.value for i in learner.info]
+    assert not learner.table

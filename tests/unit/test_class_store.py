@@ -192,3 +192,21 @@ def test_the_poll_counts_each_learners_last_vote_and_no_crafted_one(store):
     store.answer(code, "c", "logits", class_poll.NAME, "-1", False)
     store.answer(code, "c", "logits", "cool", "2", True)  # an exercise, not the poll
     assert class_poll.tally(store.answers(code, "logits")) == [0, 2, 0]
+
+
+def test_the_overview_counts_right_answers_and_finds_the_common_wrong_one():
+    from ui.class_session import csv_safe, nickname_text, overview_rows
+
+    def answer(learner, exercise, given, right, stage="softmax"):
+        return cs.Answer(learner, "", stage, exercise, given, right)
+
+    answers = [answer("a", "kb", "0", False), answer("b", "kb", "2", False),
+               answer("c", "kb", "2", False), answer("d", "kb", "1", True),
+               answer("a", "a22", "0.5", False, "masks"), answer("a", "poll.next", "1", False)]
+    known = {("softmax", "kb"): ("Which?", ("up", "down", "same"), "down"),
+             ("scaling", "sq"): ("Why?", ("x", "y"), "x")}  # seen, not answered yet
+    rows = overview_rows(answers, known, ["softmax", "scaling", "masks"])
+    assert [(r.stage, r.answered, r.right, r.wrong, r.wrong_count) for r in rows] == [
+        ("softmax", 4, 1, "same", 2), ("scaling", 0, 0, "", 0), ("masks", 1, 0, "0.5", 1)]
+    assert nickname_text("  Ann\u202e\x00 " + "n" * 40) == ("Ann " + "n" * 40)[:cs.MAX_NICKNAME]
+    assert [csv_safe(x) for x in ("=1+1", "@a", "Ann")] == ["'=1+1", "'@a", "Ann"]
