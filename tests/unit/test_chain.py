@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinyformer.lessons.chain import IDS, VOCAB, WORDS, ChainParams, run_chain
+from tinyformer.lessons.chain import IDS, VOCAB, WORDS, ChainParams, run_chain, unmasked_weights
 
 
 def torch_reference(p: ChainParams) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,3 +56,12 @@ def test_the_default_numbers():
     assert [round(y, 3) for y in run.Y[3].tolist()] == [2.322, -0.807]
     assert [round(z, 3) for z in run.logits.tolist()] == [2.322, -0.807, 0.758]
     assert [round(p, 3) for p in run.probs.tolist()] == [0.798, 0.035, 0.167]
+
+
+def test_stage_3s_unmasked_view_of_the_chain():
+    """No mask: every row reads all four words; the last row is the chain's own."""
+    run = run_chain()
+    weights = unmasked_weights(run)
+    assert torch.allclose(weights, torch.softmax(run.scores / math.sqrt(2), dim=-1))
+    assert [round(w, 3) for w in weights[0].tolist()] == [0.180, 0.365, 0.365, 0.089]
+    assert torch.equal(weights[3], run.weights[3])
