@@ -29,7 +29,7 @@ from tinyformer.lessons.chain import (
 )
 from ui import classroom, state
 from ui.fmt import DECIMALS, num
-from ui.i18n import t
+from ui.i18n import current_lang, t
 from ui.inputs import matrix_input
 from ui.page import link_to
 from ui.parse import MAX_TEXT, ParseError, format_matrix, parse_matrix
@@ -183,7 +183,8 @@ def strip(stage_id: str) -> None:
         st.caption(t("chain.label"), help=t("chain.words"), width="content")
         for side, end in zip(("in", "out"), STRIP[stage_id], strict=True):
             tensor = end.tensor(r)
-            named = f"{t(f'chain.{side}')} {t(f'chain.t_{end.name}')} {shape_text(tensor)}"
+            gap = "" if current_lang() == "zh" else " "  # no space after a full-width colon
+            named = f"{t(f'chain.{side}')}{gap}{t(f'chain.t_{end.name}')} {shape_text(tensor)}"
             if presenting:
                 st.caption(named, help=numbers(tensor), width="content")
             else:
