@@ -3,24 +3,28 @@
 After the masks (5.1): the causal mask it relies on is taught. Indices count from 0
 (components, blocks, heads)."""
 
+from contextlib import suppress
+
 import pandas as pd
 import streamlit as st
 
+from tinyformer.errors import TinyformerError
 from tinyformer.lessons.context import (
     ContextComparison,
     TrainedComparison,
     compare_in_context,
     compare_trained,
 )
+from tinyformer.lessons.corpus import find_question
 from tinyformer.lessons.probe import Shares
-from ui import explain
+from ui import explain, sentence
 from ui.example import Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import latex_vec, num, term, vec
 from ui.formula import formula
 from ui.headings import subsection
-from ui.i18n import t
+from ui.i18n import current_lang, t
 from ui.inputs import choice, number
 from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
@@ -34,9 +38,24 @@ QUESTIONS = ((Q1, "a", "^{(1)}"), (Q2, "b", "^{(2)}"))  # question, trace field,
 TWINS = {"q2": Q2, "same_place": Q2_SAME_PLACE}
 
 
-@st.cache_resource(max_entries=2)  # one per twin, shared by every session
-def trained_run(twin: str) -> TrainedComparison:
-    return compare_trained(shipped_model(), Q1, twin, CHAR)
+@st.cache_resource(max_entries=16)  # one per question pair, shared by every session
+def trained_run(first: str, twin: str) -> TrainedComparison:
+    return compare_trained(shipped_model(), first, twin, CHAR)
+
+
+def first_question() -> str:
+    """The teacher's sentence (ui/sentence.py) where this view can follow it: a corpus
+    question with 费 in it (the characters the model never saw left out, with a note);
+    else the running example, and a note saying why."""
+    own = sentence.current()
+    if own == Q1:
+        return Q1
+    with suppress(TinyformerError):  # no shipped model: the comparison below says so
+        own = sentence.for_vocab(shipped_model().vocab.tokens, own)
+    if CHAR in own and find_question(own) is not None:
+        return own
+    st.caption(t("context.own_not_used", sentence=own, char=CHAR))
+    return Q1
 
 
 def adds(word: str, c: int, a, v, value) -> str:
@@ -162,15 +181,23 @@ def outputs(cmp: ContextComparison) -> None:
 def trained_view() -> None:
     """费 in the running example and a twin, through the trained model."""
     st.info(t("context.trained_note", char=CHAR), icon=":material/model_training:")
-    twin = choice("twin", t("context.twin"), list(TWINS), "q2", format_func=TWINS.get)
+    first = first_question()
+    twin = choice("twin", t("context.twin", question=first), list(TWINS), "q2",
+                  format_func=TWINS.get)
     with shown_errors():
-        cmp = trained_run(TWINS[twin])
+        cmp = trained_run(first, TWINS[twin])
         a = cmp.a
         b = cmp.b
         w = cmp.a.rows.shape[1]
         section(t("context.t_rows_title", char=CHAR))
-        st.markdown(t(f"context.t_rows_{'same' if cmp.same_position else 'moved'}", char=CHAR,
-                      pa=a.at, pb=b.at))
+        rows_text = t(f"context.t_rows_{'same' if cmp.same_position else 'moved'}", char=CHAR,
+                      pa=a.at, pb=b.at)
+        gap = "" if current_lang() == "zh" else " "  # no space after a Chinese full stop
+        if cmp.same_position and first == Q1:  # the twins differ in their reason alone
+            rows_text += gap + t("context.t_rows_reason")
+        if not cmp.same_position and Q2_SAME_PLACE.index(CHAR) == a.at:
+            rows_text += gap + t("context.t_rows_switch", char=CHAR, pa=a.at)
+        st.markdown(rows_text)
         table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
                             t("context.t_largest"): [num(x) for x in cmp.largest]},
                            index=[t(f"context.stage_{k}", b=i or 0) for k, i in cmp.stages]),
@@ -188,7 +215,8 @@ def trained_view() -> None:
                                             for p in Shares._fields]),
                       name=t("context.t_shares_table", char=CHAR, question=r.question))
         m1, b1, m2, b2 = (num(p) for r in (a, b) for p in r.answer_probs)  # P(商), P(买)
-        st.info(t("context.t_answer", m1=m1, b1=b1, m2=m2, b2=b2), icon=":material/school:")
+        st.info(t("context.t_answer", m1=m1, b1=b1, m2=m2, b2=b2, question=first),
+                icon=":material/school:")
 
 
 gloss(Q1_WORDS + Q2_WORDS + ("运", CHAR))  # 运, 费: the characters the trained view follows

@@ -11,14 +11,14 @@ from tinyformer.lessons.cache_work import (
     question_prompt,
 )
 from tinyformer.lessons.train import ANSWER_LENGTH, TrainedModel
-from ui import explain, training
+from ui import explain, sentence, training
 from ui.charts import lines
-from ui.example import PAYERS, Q1, Q1_WORDS, gloss
+from ui.example import PAYERS, Q1_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import diverging, heatmap
 from ui.fmt import num
 from ui.i18n import t
-from ui.inputs import choice, number, text, toggle
+from ui.inputs import choice, number, toggle
 from ui.notes import shown_errors
 from ui.page import device_name, fold, part, section
 from ui.tables import table
@@ -142,10 +142,11 @@ device = device_name()
 shown = training.model_choice(device)
 left, right = st.columns([3, 2], vertical_alignment="bottom")
 with left:
-    asked = text("q", t("generate.q"), Q1, MAX_CHARS, help=t("generate.q_help"))
+    asked = sentence.follow("q", t("generate.q"), MAX_CHARS, help=t("generate.q_help"))
 with right:
     n_new = number("n", t("generate.n"), 1, MAX_GREEDY_TOKENS, ANSWER_LENGTH, gesture="slider")
 gloss(Q1_WORDS + PAYERS[:2])
+asked = sentence.for_vocab(shown.trained.vocab.tokens, asked)  # names what it drops
 with shown_errors():
     cmp = run(device, shown.key, asked, n_new, shown.trained)
     trained = shown.trained
