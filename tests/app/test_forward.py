@@ -328,3 +328,43 @@ def test_a_missing_model_gives_one_translated_message(missing_model, lang) -> No
     assert len(at.radio) >= 2  # the exercise and the question still drawn
     at.button_group("forward.model").set_value("random").run()
     assert not at.error and ARTICLE[0] in page_text(at)
+
+
+# --- Trace a number back (tinyformer/lessons/trace.py; its numbers: tests/unit) ---------
+def breadcrumb(at) -> str:
+    return next(m.value for m in at.markdown if " ← " in m.value)
+
+
+def test_a_logit_traced_back_to_an_id_and_its_link_reopened() -> None:
+    """The trained model's logit of 商 at 「？」: a click starts the trail, each click on
+    the first input goes one step back, until the ID of 「？」; the link shows the trail."""
+    at = opened({**TRAINED, "forward.step": "logits"},
+                state=click(("forward.map_logits_0", 13, 2)))
+    at.button("_forward.trace~map_logits_0").click().run()
+    assert at.query_params["forward.trace"] == "logits-0-13-2"
+    for _ in range(40):
+        if not any(b.key == "_forward.trace~src0" for b in at.button):
+            break
+        at.button("_forward.trace~src0").click().run()
+    assert_clean(at)
+    trail = at.query_params["forward.trace"]
+    assert trail.startswith("logits-0-13-2~final-0-13-") and trail.endswith("~ids-0-13-0")
+    crumbs = breadcrumb(at)
+    mark = f"{load_model().vocab.id_of('？')}「？」"  # the question mark's ID, named
+    assert crumbs.startswith("Logits $z_{13,2}$ ← Final LayerNorm")
+    assert crumbs.endswith(f"ID at position 13: {mark}")
+    done = catalogue("en")["forward.trace_done"].format(i=13, tok=mark,
+                                                        n=trail.count("~") + 1)
+    assert done in [s.value for s in at.success]
+    linked = opened({**TRAINED, "forward.step": "logits", "forward.trace": trail})
+    assert breadcrumb(linked) == crumbs and done in [s.value for s in linked.success]
+    at.button("_forward.trace~undo").click().run()  # one step back towards the logit
+    assert at.query_params["forward.trace"] == trail.rsplit("~", 1)[0]
+
+
+def test_a_forged_trail_falls_back_with_a_note() -> None:
+    at = opened({"forward.trace": "logits-0-7-40~tok-0-3-0"})  # no input of that logit
+    assert_clean(at)
+    note = catalogue("en")["input.bad_link"].format(name=catalogue("en")["forward.trace_label"])
+    assert [e.value for e in at.error] == [note]
+    assert "forward.trace" not in at.query_params
