@@ -4,11 +4,13 @@ where the answering position reads, measured."""
 import pandas as pd
 import streamlit as st
 
+from tinyformer.lessons import interventions as iv
+from tinyformer.lessons.corpus import find_question
 from tinyformer.lessons.probe import Inspection, probe
 from tinyformer.lessons.train import TrainedModel
 from ui import explain, training
 from ui.charts import bars
-from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_WORDS, gloss
+from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
 from ui.fmt import num
@@ -30,6 +32,29 @@ def inspect(device: str, model: str, question: str, _trained: TrainedModel) -> I
     """`model` names `_trained` (SHIPPED, or a learner's settings: the same settings train
     the same weights on this machine, so the name is the cache's key for it)."""
     return probe(_trained, question)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def untrained(device: str, model: str, _trained: TrainedModel) -> TrainedModel:
+    """`model` before its first training step: the same settings' seed."""
+    return iv.untrained_like(_trained)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def ablated(device: str, model: str, q1: str, q2: str,
+            _trained: TrainedModel) -> tuple[iv.AblationRow, ...]:
+    return iv.ablations(_trained, [q1, q2])
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def patched(device: str, model: str, question: str, source: str,
+            _trained: TrainedModel) -> tuple[iv.Patching, tuple | None]:
+    """The grid, and the reason's positions patched together (None: the source lacks some)."""
+    grid = iv.patching(_trained, question, source)
+    start, end = find_question(grid.question).reason_span
+    span = None if end > len(grid.source) else iv.patch_span(_trained, grid.question,
+                                                             grid.source, range(start, end))
+    return grid, span
 
 
 def positions(insp: Inspection, part: str) -> list[int]:
@@ -95,6 +120,132 @@ def every_head(found: dict[str, Inspection]) -> None:  # the question shown: thi
                             title=t("inside.head_label", b=b, h=h))
 
 
+def before_and_after(after: Inspection, before: Inspection) -> None:
+    """The answering rows of the same seed's untrained model beside the trained one's."""
+    subsection(t("inside.ba_title"))
+    st.markdown(t("inside.ba_lead", q=after.question))
+    for column, (name, insp) in zip(st.columns(2), (("before", before), ("after", after)),
+                                    strict=True):
+        with column:
+            st.markdown(f"**{t(f'inside.ba_{name}')}**")
+            answering_rows(insp, name)
+    names = [t("inside.head_label", b=h.block, h=h.head) for h in after.heads]
+    rows = [[num(b.shares.reason), num(a.shares.reason)]
+            for b, a in zip(before.heads, after.heads, strict=True)]
+    rows.append([num(after.uniform.reason)] * 2)
+    table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(after.tokens))],
+                       columns=[t("inside.ba_col_before"), t("inside.ba_col_after")]))
+    st.caption(t("inside.ba_note", reason=after.example.reason))
+
+
+def ablation_label(ablation: iv.Ablation | None) -> str:
+    if ablation is None:
+        return t("inside.ab_none")
+    if ablation.head is None:
+        return t("inside.ab_ffn", b=ablation.block)
+    return t("inside.head_label", b=ablation.block, h=ablation.head)
+
+
+def ablation_section(found: dict[str, Inspection]) -> None:
+    section(t("inside.ab_title"))
+    st.markdown(t("inside.ab_lead"))
+    if len(found) < 2:
+        return  # a question was refused: its message is at the top
+    q1, q2 = found["q1"].question, found["q2"].question
+    rows = ablated(device, shown.key, q1, q2, shown.trained)
+    base, parts = rows[0], rows[1:]
+    labels = [ablation_label(r.ablation) for r in parts]
+    moved = [abs(r.probs[1].merchant - base.probs[1].merchant) for r in parts]
+    most = max(range(len(parts)), key=moved.__getitem__)
+    done = choice_exercise(
+        "ablate", t("inside.ex_ab_question", q=q2, p=num(base.probs[1].merchant)), labels,
+        correct=most, explanation=t("inside.ex_ab_explain", part=labels[most],
+                                    before=num(base.probs[1].merchant),
+                                    after=num(parts[most].probs[1].merchant)))
+    if not done:  # the table answers it
+        after_answer()
+        return
+    left, right = st.columns([3, 2])
+    with left:
+        table(pd.DataFrame([[num(p) for probs in r.probs for p in probs] for r in rows],
+                           index=[ablation_label(r.ablation) for r in rows],
+                           columns=[t(f"inside.ab_col_{k}") for k in ("q1m", "q1b", "q2m",
+                                                                      "q2b")]))
+    with right:
+        st.info(t("inside.not_why"), icon=":material/school:")
+    st.caption(t("inside.ab_note", q1=q1, q2=q2))
+
+
+
+def stream_label(stream: int, layers: int) -> str:
+    if stream < layers:
+        return t("inside.stream_in", b=stream)
+    return t("inside.stream_out", b=layers - 1)
+
+
+def patch_exercise() -> bool:
+    """Asked on the running example patched from its same-length twin, whatever the boxes
+    hold, so the answer does not change with them."""
+    grid, _ = patched(device, shown.key, Q1, Q2_SAME_PLACE, shown.trained)
+    n = len(grid.question)
+    flips = [(s, j) for s, row in enumerate(grid.merchant) for j, v in enumerate(row)
+             if v is not None and (v >= 0.5) != (grid.clean.merchant >= 0.5)]
+    verdict = 2 if not flips else 0 if all(j == n - 1 for _, j in flips) else 1
+    return choice_exercise(
+        "patch", t("inside.ex_pa_question", q=grid.question, src=grid.source,
+                   p=num(grid.clean.merchant)),
+        [t(f"inside.ex_pa_{k}") for k in ("last", "earlier", "nowhere")], correct=verdict,
+        explanation=t("inside.ex_pa_explain", n=len(flips)))
+
+
+def patching_section(found: dict[str, Inspection]) -> None:
+    section(t("inside.pa_title"))
+    st.markdown(t("inside.pa_lead"))
+    if not patch_exercise():  # the map answers it
+        after_answer()
+        return
+    source_box = text("patch_from", t("inside.pa_source"), Q2_SAME_PLACE, MAX_CHARS,
+                      help=t("inside.pa_source_help"))
+    if "q1" not in found:
+        return
+    q1 = found["q1"].question
+    into = choice("patch_into", t("inside.pa_into"), ["q1", "source"], "q1",
+                  format_func=lambda k: t(f"inside.pa_into_{k}"))
+    with shown_errors():
+        question, source = (q1, source_box) if into == "q1" else (source_box, q1)
+        grid, span = patched(device, shown.key, question.strip(), source.strip(),
+                             shown.trained)
+        layers = len(grid.merchant) - 1
+        n = len(grid.question)
+        if grid.missing:  # the source is shorter: those positions have nothing to copy
+            st.warning(t("inside.pa_missing", src=grid.source, k=len(grid.source),
+                         q=grid.question, n=n,
+                         positions=", ".join(map(str, grid.missing))),
+                       icon=":material/warning:")
+        change = [[float("nan") if v is None else v - grid.clean.merchant for v in row]
+                  for row in grid.merchant]
+        labels = [stream_label(s, layers) for s in range(layers + 1)]
+
+        def cell(s: int, j: int) -> str:
+            value = grid.merchant[s][j]
+            if value is None:
+                return t("inside.pa_cell_missing", j=j, src=grid.source)
+            return t("inside.pa_cell", stream=labels[s], j=j, c=grid.question[j],
+                     d=grid.source[j], before=num(grid.clean.merchant), after=num(value))
+
+        st.markdown(t("inside.pa_map_lead", q=grid.question, src=grid.source,
+                      p=num(grid.clean.merchant)))
+        heatmap(change, list(grid.question), labels, key="patch_map", explain=cell,
+                colorscale="RdBu", zmin=-1, zmax=1, decimals=2)
+        if span is not None:
+            start, end = find_question(grid.question).reason_span
+            st.markdown(t("inside.pa_span", reason=grid.question[start:end], a=start,
+                          b=end - 1, values=t("inside.sep").join(
+                              t("inside.pa_span_item", stream=labels[s], p=num(p.merchant))
+                              for s, p in enumerate(span))))
+        st.caption(t("inside.pa_note"))
+
+
 device = device_name()
 shown = training.model_choice(device)
 found: dict[str, Inspection] = {}
@@ -155,10 +306,15 @@ if spread:  # every head's row and share answers it
                 subsection(found[name].question)
                 answering_rows(found[name], name)
                 shares_table(found[name])
-    st.info(t("inside.not_why"), icon=":material/school:")  # it names a large share
+    if "q1" in found:
+        before_and_after(found["q1"], probe(untrained(device, shown.key, shown.trained),
+                                            found["q1"].question))
     more = st.expander(t("inside.full_title"), key=kit_key("full.open"), on_change="rerun")
     with more:  # drawn once opened: L x H more tables would slow every open of this page
         if more.open:
             every_head(found)
 else:
     after_answer()
+
+ablation_section(found)
+patching_section(found)

@@ -25,9 +25,10 @@ from tests.app.helpers import (
     tables,
     text_above,
 )
+from tinyformer.lessons import interventions as iv
 from tinyformer.lessons import train as tr
 from tinyformer.lessons.checkpoint import load_model
-from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN, TWIN_SAME_PLACE
 from tinyformer.lessons.probe import probe
 from ui.fmt import num
 from ui.i18n import catalogue
@@ -193,7 +194,7 @@ def test_choice_exercise_compares_with_an_even_spread(trained):
     assert not tables(at)  # every head's row and share answer it
     reveal(at, "inside.even", right)
     assert len(at.success) == 1 and num(shares[-1]) in at.success[0].value
-    assert len(tables(at)) == 4  # two answering rows and two share tables
+    assert len(tables(at)) == 7  # two answering rows and two share tables; before/after: 3
 
 
 def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained, answered):
@@ -211,7 +212,7 @@ def test_a_clicked_row_cell_shows_the_sum_it_belongs_to(trained, answered):
 
 def test_every_block_and_head_of_the_chosen_question(trained, answered):
     at = open_page(PAGE, state=answered)
-    assert len(tables(at)) == 4  # closed: two answering rows and two share tables, no full one
+    assert len(tables(at)) == 7  # closed: the rows, shares and before/after, no full one
     assert not [r for r in at.radio if r.key == "inside.which"]
     at.session_state[FULL_KEY] = True  # the learner opens the section
     at.run()
@@ -229,3 +230,64 @@ def test_a_link_asking_for_a_gpu_runs_on_the_cpu_with_a_note():
     assert_clean(at)
     assert catalogue("en")["kit.no_cuda"] in [i.value for i in at.sidebar.info]
     assert "Computed on CPU." in page_text(at) and "**商家承担。**" in page_text(at)
+
+
+def heatmaps(at) -> dict[str, list[list[str]]]:
+    """The kit's heatmaps by their key, each as the numbers written in its cells."""
+    found = {}
+    for node in _walk(at.main):
+        if node.type == "plotly_chart" and (node.key or "").endswith("~chart"):
+            spec = json.loads(node.proto.spec)
+            if spec["data"] and spec["data"][0].get("type") == "heatmap":
+                found[node.key] = spec["data"][0]["text"]
+    return found
+
+
+def test_attention_before_and_after_training(default_page, trained):
+    before = probe(iv.untrained_like(trained), RUNNING_EXAMPLE)
+    after = probe(trained, RUNNING_EXAMPLE)
+    maps = heatmaps(default_page)
+    for name, insp in (("before", before), ("after", after)):
+        rows = insp.attention[:, :, -1].reshape(-1, len(insp.tokens))  # [L * H, N]
+        assert maps[f"_inside.rows_{name}~chart"] == [[num(float(v), 2) for v in row]
+                                                       for row in rows]
+    shares = next(f for f in tables(default_page) if len(f.columns) == 2)
+    assert shares.values.tolist() == [
+        *([num(b.shares.reason), num(a.shares.reason)] for b, a in
+          zip(before.heads, after.heads, strict=True)), [num(after.uniform.reason)] * 2]
+
+
+def test_ablation_and_patching_ask_first_then_show_the_experiments(trained, answered):
+    at = open_page(PAGE, "zh", state=answered)
+    ablated = iv.ablations(trained, [RUNNING_EXAMPLE, TWIN])
+    grid = iv.patching(trained, RUNNING_EXAMPLE, TWIN_SAME_PLACE)
+    assert len(tables(at)) == 7 and "_inside.patch_map~chart" not in heatmaps(at)
+    zh = catalogue("zh")
+    assert zh["inside.not_why"] not in page_text(at)  # it stands beside the table
+    moved = [abs(r.probs[1].merchant - ablated[0].probs[1].merchant) for r in ablated[1:]]
+    reveal(at, "inside.ablate", max(range(len(moved)), key=moved.__getitem__))
+    reveal(at, "inside.patch", 0)  # only 「？」 leaving the last block flips it
+    assert len(at.success) == 2
+    assert_clean(at)
+    table_ = tables(at)[7]
+    assert table_.values.tolist() == [[num(p) for probs in r.probs for p in probs]
+                                      for r in ablated]
+    assert zh["inside.not_why"] in page_text(at)
+    change = [[num(v - grid.clean.merchant, 2) for v in row] for row in grid.merchant]
+    assert heatmaps(at)["_inside.patch_map~chart"] == change
+    assert "0.001；进入第 1 块：0.022；离开第 1 块：0.982" in page_text(at)  # the whole reason
+    at.radio("inside.patch_into").set_value("source").run()  # the twin, rows from question 1
+    assert_clean(at)
+    other = iv.patching(trained, TWIN_SAME_PLACE, RUNNING_EXAMPLE)
+    assert heatmaps(at)["_inside.patch_map~chart"][1][2] == num(
+        other.merchant[1][2] - other.clean.merchant, 2)  # 有 for 无: one row flips it
+    at.radio("inside.patch_into").set_value("q1").run()
+    at.text_input("inside.patch_from").input(TWIN).run()  # two characters shorter
+    assert_clean(at)
+    assert [w.value for w in at.warning] == [zh["inside.pa_missing"].format(
+        src=TWIN, k=12, q=RUNNING_EXAMPLE, n=14, positions="12, 13")]
+    assert heatmaps(at)["_inside.patch_map~chart"][0][-2:] == ["", ""]
+    at.text_input("inside.patch_from").input("请问abc，运费谁承担？").run()
+    assert_clean(at)
+    assert [e.value for e in at.error] == [zh["errors.trained_question_unknown"].format(
+        chars="abc")]
