@@ -121,24 +121,26 @@ def run() -> ChainRun:
 # --- The strip: where this stage sits in the chain (issue 16, part 2) -----------------
 @dataclass(frozen=True)
 class End:
-    """One side of a stage's strip: a tensor of the chain, named, with the stage it comes
-    from (entering) or goes to (leaving)."""
+    """One side of a stage's strip: a tensor of the chain (or a few of the same shape,
+    by symbol), named, with the stage it comes from (entering) or goes to (leaving)."""
 
     name: str  # text key chain.t_<name>: what the tensor is
-    tensor: Callable[[ChainRun], torch.Tensor]
+    tensor: Callable[[ChainRun], torch.Tensor | dict[str, torch.Tensor]]
     link: str | None  # the stage it comes from or goes to; None: none
 
 
-def _unmasked(r: ChainRun) -> torch.Tensor:
-    return unmasked_weights(r)  # [N, N]
+def _qkv(r: ChainRun) -> dict[str, torch.Tensor]:
+    return {"Q": r.Q, "K": r.K, "V": r.V}
 
 
 # Stage id -> (entering, leaving). The lesson's order decides the links: a tensor enters
-# from the stage that computed it and leaves for the next stage that reads it.
+# from the stage that computed it and leaves for the next stage that reads it. No strip
+# shows a number that an exercise on its page asks for (stage 2's s₃,₀, stage 3's a₁,₀):
+# 2 hands on Q, K, V, and 3 the weights of ？, the one row that no mask changes.
 STRIP: dict[str, tuple[End, End]] = {
     "tokens": (End("ids", lambda r: r.ids, None), End("X", lambda r: r.X, "qkv")),
-    "qkv": (End("X", lambda r: r.X, "tokens"), End("S", lambda r: r.scores, "softmax")),
-    "softmax": (End("S", lambda r: r.scores, "qkv"), End("W0", _unmasked, "masks")),
+    "qkv": (End("X", lambda r: r.X, "tokens"), End("QKV", _qkv, "softmax")),
+    "softmax": (End("QKV", _qkv, "qkv"), End("W3", lambda r: unmasked_weights(r)[-1], "masks")),
     "scaling": (End("S", lambda r: r.scores, "qkv"), End("S2", lambda r: r.scaled, "masks")),
     "masks": (End("S2", lambda r: r.scaled, "scaling"), End("A", lambda r: r.A, "residual_norm")),
     "multi_head": (End("A1", lambda r: r.A, "masks"), End("A", lambda r: r.A, "residual_norm")),
@@ -182,13 +184,18 @@ def strip(stage_id: str) -> None:
                       key="chain_strip"):
         st.caption(t("chain.label"), help=t("chain.words"), width="content")
         for side, end in zip(("in", "out"), STRIP[stage_id], strict=True):
-            tensor = end.tensor(r)
+            value = end.tensor(r)
+            parts = value if isinstance(value, dict) else {"": value}
             gap = "" if current_lang() == "zh" else " "  # no space after a full-width colon
-            named = f"{t(f'chain.{side}')}{gap}{t(f'chain.t_{end.name}')} {shape_text(tensor)}"
+            named = (f"{t(f'chain.{side}')}{gap}{t(f'chain.t_{end.name}')} "
+                     f"{shape_text(next(iter(parts.values())))}")
+            shown = ", ".join(f"{symbol} = {numbers(v)}" if symbol else numbers(v)
+                              for symbol, v in parts.items())
             if presenting:
-                st.caption(named, help=numbers(tensor), width="content")
+                st.caption(named, help=shown, width="content")
             else:
-                st.caption(f"{named} = {numbers(tensor)}", width="content")
+                colon = ("：" if gap == "" else ": ") if len(parts) > 1 else " = "
+                st.caption(f"{named}{colon}{shown}", width="content")
             if end.link is not None:
                 target = by_id(end.link)
                 link_to(target, t(f"chain.{side}_link", n=target.number),

@@ -92,7 +92,10 @@ def test_an_edit_on_stage_2_reaches_4_and_5_1_in_the_same_session():
     assert_clean(at)
     for name in ("Q", "K", "V"):
         assert cells(getattr(DEFAULT, name)) in shown(at)
-    assert strip(at)[1].endswith("[0, 1, 1, -1; 1, 2, 3, -1; 1, 3, 4, -2; -1, -1, -2, 0]")
+    leaving = strip(at)[1]  # Q, K, V: not S, whose s₃,₀ the page's exercise asks for
+    assert leaving.endswith(f"Q = {numbers(DEFAULT.Q)}, K = {numbers(DEFAULT.K)}, "
+                            f"V = {numbers(DEFAULT.V)}")
+    assert "[1, 0; 1, 1; 2, 1; 0, -1]" in leaving  # Q
     at.text_input("chain.X").input(EDITED_X).run()
     assert_clean(at)
     run = edited()
@@ -143,6 +146,8 @@ def test_softmax_matrix_form_reads_stage_2s_q_k_v():
     assert cells(unmasked_weights(DEFAULT))[3] == cells(DEFAULT.weights)[3]  # ？ reads all
     assert rf"Q = {latex_matrix(DEFAULT.Q, 0)}" in page_text(at)
     assert "[1.340, 1.321]" in page_text(at)  # the seed's example stays, on its own
+    # the strip hands on the row of ？ (the chain's own), not a₁,₀ of the exercise
+    assert strip(at, "zh")[1].endswith("[0.221, 0.221, 0.109, 0.449]")
 
 
 def test_multi_head_strip_and_the_one_head_note():
