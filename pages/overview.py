@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui import sentence
 from ui.i18n import t
 from ui.page import link_to
 from ui.stages import PIPELINE, built
@@ -19,5 +20,7 @@ for start in range(0, len(PIPELINE), PER_ROW):
                 link_to(page, t("home.open", n=page.number), icon=":material/arrow_forward:")
 st.subheader(t("home.example_title"))
 st.markdown(t("home.example"))
+st.markdown(t("home.sentence_lead"))
+sentence.box(where="home")  # the same value as the sidebar's box
 st.subheader(t("home.classroom_title"))
 st.markdown(t("home.classroom"))

@@ -191,12 +191,13 @@ KEPT = "鞋子破损，运费谁承担？"
 
 
 def test_the_teachers_sentence_runs_through_every_page_that_shows_one(trained):
-    """Typed once on the overview's sidebar, in one session: the box of 1.1 and 1.2, the
+    """Typed once in the overview's box, in one session: the box of 1.1 and 1.2, the
     trained views of 5.2 and 11, and generation here; every page that needs the model's
     vocabulary names 「猫」 and goes on with the rest. Then the same through a link."""
     at = open_page(None, "zh")
-    next(b for b in at.sidebar.text_input if b.key.startswith("_sentence")).input(OWN).run()
+    at.text_input("_sentence~boxhome").input(OWN).run()  # the overview's own box
     assert at.query_params["sentence"] == OWN
+    assert at.text_input("_sentence~boxsidebar").value == OWN  # the sidebar's shows it
     dropped = catalogue("zh")["kit.sentence.dropped"].format(chars="「猫」", kept=KEPT)
     at.switch_page("pages/01_tokens.py").run()
     assert at.text_input("tokens.text").value == OWN
