@@ -111,17 +111,26 @@ def _trail_codec(run: fp.ForwardRun) -> state.Codec:
                        valid=valid)
 
 
-def crumb(run: fp.ForwardRun, address: tr.Address, tok: Callable[[int], str]) -> str:
-    """One cell of a trail as the breadcrumb names it: "Logits $z_{13,2}$"."""
+_PLAIN = {r"\hat x": "x̂", r"\hat h": "ĥ", r"\bar x": "x̄"}  # for a select box: no LaTeX
+
+
+def crumb(run: fp.ForwardRun, address: tr.Address, tok: Callable[[int], str],
+          plain: bool = False) -> str:
+    """One cell of a trail as the breadcrumb names it: "Logits $z_{13,2}$" (plain: in
+    text that draws no LaTeX, "Logits z[13, 2]")."""
     if address.step == tr.IDS:
         return t("forward.crumb_id", i=address.i, tok=tok(run.ids[address.i]))
     step = tr.steps_by_id(run)[address.step]
     symbol = FORMULA[step.name][0]
-    if step.name in PER_HEAD:
-        symbol = f"{symbol}^{{({address.g})}}"
     row = len(run.ids) - 1 if step.name == "probs" else address.i
     block = "" if step.block is None else t("forward.block", b=step.block) + " · "
-    return f"{block}{t(f'forward.step_{step.name}')} ${explain.cell_name(symbol, row, address.c)}$"
+    if plain:
+        head = f"⁽{address.g}⁾" if step.name in PER_HEAD else ""
+        name = f"{_PLAIN.get(symbol, symbol)}{head}[{row}, {address.c}]"
+    else:
+        head = f"^{{({address.g})}}" if step.name in PER_HEAD else ""
+        name = f"${explain.cell_name(symbol + head, row, address.c)}$"
+    return f"{block}{t(f'forward.step_{step.name}')} {name}"
 
 
 def _set_trail(key: str, trail: tuple[tr.Address, ...]) -> None:
@@ -173,12 +182,13 @@ def _sources(run: fp.ForwardRun, trail, link: tr.Link, tok, key: str) -> None:
     """The cells this one was computed from, the largest terms first."""
     st.markdown(t("forward.trace_sources", n=len(link.sources)))
 
-    def label(source: tr.Source) -> str:
-        value = "ID " + str(int(source.value)) if source.address.step == tr.IDS \
-            else num(source.value, 4 if source.address.step == "probs" else 3)
+    def label(source: tr.Source, plain: bool = False) -> str:
+        if source.address.step == tr.IDS:  # the crumb names the ID
+            return f"← {crumb(run, source.address, tok)}"
+        value = num(source.value, 4 if source.address.step == "probs" else 3)
         part = "" if source.part is None else " · " + t("forward.trace_part",
                                                          part=num(source.part))
-        return f"← {crumb(run, source.address, tok)} = {value}{part}"
+        return f"← {crumb(run, source.address, tok, plain)} = {value}{part}"
 
     with st.container(horizontal=True):
         for n, source in enumerate(link.sources[:MAX_BUTTONS]):
@@ -187,7 +197,7 @@ def _sources(run: fp.ForwardRun, trail, link: tr.Link, tok, key: str) -> None:
     rest = link.sources[MAX_BUTTONS:]
     if rest:
         with st.container(horizontal=True, vertical_alignment="bottom"):
-            labels = [label(source) for source in rest]  # drawn in this run's language
+            labels = [label(source, plain=True) for source in rest]  # this run's language
             pick = st.selectbox(t("forward.trace_more", n=len(rest)), range(len(rest)),
                                 format_func=labels.__getitem__,
                                 key=state.private(TRAIL, "more" + link.address.text()))
