@@ -220,6 +220,9 @@ def test_the_teachers_sentence_runs_through_every_page_that_shows_one(trained):
     assert dropped in [w.value for w in at.warning]
     answer = greedy_answers(trained.model, trained.vocab, [KEPT], 5)[0]
     assert f"**{KEPT}** → **{answer}**" in page_text(at)
+    at.button("_sentence~boxsidebar_reset").click().run()  # one click: the running example
+    assert "sentence" not in at.query_params
+    assert at.text_input("generate.q").value == RUNNING_EXAMPLE  # the box follows it back
     linked = opened({"sentence": OWN}, lang="zh")  # a shared link carries the sentence
     assert f"**{KEPT}** → **{answer}**" in page_text(linked)
     assert dropped in [w.value for w in linked.warning]
