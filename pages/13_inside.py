@@ -5,8 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons import interventions as iv
+from tinyformer.lessons import rule_limits as rl
 from tinyformer.lessons.corpus import find_question
-from tinyformer.lessons.probe import Inspection, probe
+from tinyformer.lessons.probe import Inspection, max_question_length, probe
 from tinyformer.lessons.train import TrainedModel
 from ui import explain, training
 from ui.charts import bars
@@ -55,6 +56,17 @@ def patched(device: str, model: str, question: str, source: str,
     span = None if end > len(grid.source) else iv.patch_span(_trained, grid.question,
                                                              grid.source, range(start, end))
     return grid, span
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def rule_limits(device: str, model: str, _trained: TrainedModel) -> tuple:
+    """The held-out misses (490 greedy answers) and the cases outside the corpus."""
+    return rl.heldout_misses(_trained), dict(rl.cases(_trained))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def free(device: str, model: str, question: str, _trained: TrainedModel) -> rl.FreeAnswer:
+    return rl.free_answer(_trained, question)
 
 
 def positions(insp: Inspection, part: str) -> list[int]:
@@ -246,6 +258,48 @@ def patching_section(found: dict[str, Inspection]) -> None:
         st.caption(t("inside.pa_note"))
 
 
+def said(answer) -> dict[str, str]:
+    return {"answer": answer.answer, "m": num(answer.probs.merchant),
+            "b": num(answer.probs.buyer)}
+
+
+def limits_section() -> None:
+    section(t("inside.lim_title"))
+    st.markdown(t("inside.lim_lead"))
+    misses, found = rule_limits(device, shown.key, shown.trained)
+    negated = found["negated"]
+    verdict = next((i for i, w in enumerate(("商家", "买家")) if negated.answer.startswith(w)), 2)
+    if not choice_exercise("negated", t("inside.ex_lim_question", q=negated.question),
+                           [t(f"inside.ex_lim_{k}") for k in ("merchant", "buyer", "neither")],
+                           correct=verdict, explanation=t("inside.ex_lim_explain",
+                                                          **said(negated))):
+        after_answer()  # the cases below answer it
+        return
+    st.markdown("\n".join([t("inside.lim_misses", n=len(misses), total=shown.heldout),
+                           *(t("inside.lim_miss", q=m.question, expected=m.expected, **said(m))
+                             for m in misses)]))
+    unknown = found["unknown"]
+    for kind, answer in found.items():
+        st.markdown(t(f"inside.lim_{kind}", q=answer.question, n=len(answer.question),
+                      longest=rl.longest_question(), chars="".join(unknown.unknown),
+                      v=len(shown.trained.vocab), **said(answer)))
+    limit = max_question_length(shown.trained)
+    typed = text("free", t("inside.lim_free"), rl.UNKNOWN, MAX_CHARS,
+                 help=t("inside.lim_free_help", limit=limit))
+    with shown_errors():
+        mine = free(device, shown.key, typed.strip(), shown.trained)
+        notes = [t("inside.lim_free_answer", **said(mine))]
+        if mine.unknown:
+            chars = t("inside.list_sep").join(mine.unknown)
+            notes.append(t("inside.lim_free_unknown", chars=chars))
+        if len(mine.question) > rl.longest_question():
+            notes.append(t("inside.lim_free_longer", n=len(mine.question),
+                           longest=rl.longest_question()))
+        where = "heldout" if mine.heldout else "train" if mine.in_corpus else "new"
+        notes.append(t(f"inside.lim_free_{where}"))
+        st.markdown(" ".join(notes))
+
+
 device = device_name()
 shown = training.model_choice(device)
 found: dict[str, Inspection] = {}
@@ -318,3 +372,4 @@ else:
 
 ablation_section(found)
 patching_section(found)
+limits_section()

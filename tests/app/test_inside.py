@@ -291,3 +291,31 @@ def test_ablation_and_patching_ask_first_then_show_the_experiments(trained, answ
     assert_clean(at)
     assert [e.value for e in at.error] == [zh["errors.trained_question_unknown"].format(
         chars="abc")]
+
+
+def test_where_the_rule_stops_asks_first_then_shows_each_case(trained, answered):
+    from tinyformer.lessons import rule_limits as rl
+
+    at = open_page(PAGE, state=answered)
+    misses, found = rl.heldout_misses(trained), dict(rl.cases(trained))
+    assert f"**{found['longer'].answer}**" not in page_text(at)
+    reveal(at, "inside.negated", 0)  # 商家: it follows 质量问题
+    assert len(at.success) == 1
+    shown = page_text(at)
+    assert "**Held-out questions it gets wrong: 3 of 490.**" in shown
+    for miss in misses:
+        assert f"「{miss.question}」: the corpus answers {miss.expected}, the model writes " \
+               f"**{miss.answer}** (P(商家) = {num(miss.probs.merchant)}" in shown
+    for case in found.values():
+        assert f"**{case.answer}** (P(商家) = {num(case.probs.merchant)}, P(买家) = " \
+               f"{num(case.probs.buyer)})" in shown
+    assert "has 22 characters; the longest question in the corpus has 19" in shown
+    at.text_input("inside.free").input("衣服太大了，运费谁承担？").run()
+    assert_clean(at)
+    mine = rl.free_answer(trained, "衣服太大了，运费谁承担？")
+    assert f"It writes **{mine.answer}** (P(商家) = {num(mine.probs.merchant)}" in page_text(at)
+    assert "Read as [UNK], not in its vocabulary: 太, 大." in page_text(at)
+    at.text_input("inside.free").input("问" * 29).run()
+    assert_clean(at)
+    assert [e.value for e in at.error] == [catalogue("en")["errors.trained_question_too_long"]
+                                           .format(length=29, limit=28)]
