@@ -108,10 +108,10 @@ for col, (name, w) in zip(places_, (("q", w_q), ("k", w_k), ("v", w_v)), strict=
                     t("qkv.cell_proj", token=TAIL4[i], name=n, j=j), cell(n, i, j), x[i],
                     w[:, j], out[i, j], lhs=rf"x_{{{i}}} \cdot W_{n}[:, {j}]"))
 # --- Exercises first, then the score table that answers them ------------------------
-scored = number_exercise("s30", t("qkv.ex2_question", i=TAIL4[3], j=TAIL4[0]),
-                         float(proj.scores[3, 0]), explain.dot(
-                             t("qkv.ex2_steps"), cell("s", 3, 0), proj.q[3], proj.k[0],
-                             proj.scores[3, 0], lhs=r"q_3 \cdot k_0"))
+scored = number_exercise("s21", t("qkv.ex2_question", i=TAIL4[2], j=TAIL4[1]),
+                         float(proj.scores[2, 1]), explain.dot(
+                             t("qkv.ex2_steps"), cell("s", 2, 1), proj.q[2], proj.k[1],
+                             proj.scores[2, 1], lhs=r"q_2 \cdot k_1"))
 why_qk = choice_exercise("qk", t("qkv.ex3_question"), [t(f"qkv.ex3_{k}") for k in "abc"],
                          correct=1, explanation=t("qkv.ex3_explain"))
 why_v = choice_exercise("wv", t("qkv.ex_question"), [t("qkv.ex_a"), t("qkv.ex_b"),

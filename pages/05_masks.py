@@ -87,49 +87,53 @@ formula(r"\mathrm{Attention}(Q,K,V) = "
 st.markdown(t("masks.softmax_recall"))
 stage_link("softmax")
 
-# --- The running example: the causal mask on the hand model's scores --------------
-section(t("masks.chain_title"))
-run = chain.run()  # the hand model with the learner's values (edited on stages 1.1 and 2)
-st.markdown(t("masks.chain_lead"))
-gloss(TAIL4)
-may_read = causal_mask(len(TAIL4))  # [4, 4] True = may read
+def running_example(answered: bool) -> None:
+    """The causal mask on the running example's hand model: its masked scores, then (once
+    the self-weight exercise above is answered: 运费 reading itself is its answer here
+    too) its weights and output A."""
+    section(t("masks.chain_title"))
+    run = chain.run()  # the hand model with the learner's values (edited on 1.1 and 2)
+    st.markdown(t("masks.chain_lead"))
+    gloss(TAIL4)
+    may_read = causal_mask(len(TAIL4))  # [4, 4] True = may read
 
+    def reason(i: int, j: int) -> str:
+        return t("masks.cell_allowed" if may_read[i, j] else "masks.cell_future",
+                 i=TAIL4[i], j=TAIL4[j], pi=i, pj=j)
 
-def chain_reason(i: int, j: int) -> str:
-    return t("masks.cell_allowed" if may_read[i, j] else "masks.cell_future", i=TAIL4[i],
-             j=TAIL4[j], pi=i, pj=j)
+    def explain_masked(i: int, j: int) -> str:
+        m = "0" if may_read[i, j] else r"(-\infty)"
+        return explain.formula(reason(i, j), explain.cell_name(TILDE_S, i, j) + " = "
+                               + f"{num(run.scaled[i, j])} + {m} = {num(run.masked[i, j])}")
 
+    def explain_weight(i: int, j: int) -> str:
+        name = explain.cell_name("a", i, j)
+        if not may_read[i, j]:
+            return explain.blocked(reason(i, j), name)
+        return explain.softmax(t("masks.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
+                               run.masked[i], j)
 
-def chain_masked(i: int, j: int) -> str:
-    m = "0" if may_read[i, j] else r"(-\infty)"
-    return explain.formula(chain_reason(i, j), explain.cell_name(TILDE_S, i, j) + " = "
-                           + f"{num(run.scaled[i, j])} + {m} = {num(run.masked[i, j])}")
+    left, middle, right = st.columns([4, 4, 3])
+    with left:
+        heatmap(run.masked, TAIL4, TAIL4, key="chain_masked", explain=explain_masked,
+                title=t("masks.chain_masked"))
+    if not answered:  # 运费's weight on itself is the exercise's answer
+        with middle:
+            after_answer()
+        return
+    with middle:
+        heatmap(run.weights, TAIL4, TAIL4, key="chain_weights", explain=explain_weight,
+                zmin=0, zmax=1, colorscale="Oranges", title=t("masks.chain_weights"))
+    with right:
+        heatmap(run.A, ["0", "1"], TAIL4, key="chain_a", title=t("masks.chain_a"),
+                explain=lambda i, c: explain.dot(t("masks.chain_cell_a", i=TAIL4[i], c=c),
+                                                 explain.cell_name("A", i, c), run.weights[i],
+                                                 run.V[:, c], float(run.A[i, c])))
+    formula(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V",
+            rf"{latex_matrix(run.weights)}{latex_matrix(run.V)} = {latex_matrix(run.A)}")
+    st.markdown(t("masks.chain_note", first=TAIL4[0], a0=vec(run.A[0]), v0=vec(run.V[0]),
+                  last=TAIL4[-1]))
 
-
-def chain_weight(i: int, j: int) -> str:
-    name = explain.cell_name("a", i, j)
-    if not may_read[i, j]:
-        return explain.blocked(chain_reason(i, j), name)
-    return explain.softmax(t("masks.cell_weight", i=TAIL4[i], j=TAIL4[j]), name,
-                           run.masked[i], j)
-
-
-left, middle, right = st.columns([4, 4, 3])
-with left:
-    heatmap(run.masked, TAIL4, TAIL4, key="chain_masked", explain=chain_masked,
-            title=t("masks.chain_masked"))
-with middle:
-    heatmap(run.weights, TAIL4, TAIL4, key="chain_weights", explain=chain_weight, zmin=0,
-            zmax=1, colorscale="Oranges", title=t("masks.chain_weights"))
-with right:
-    heatmap(run.A, ["0", "1"], TAIL4, key="chain_a", title=t("masks.chain_a"),
-            explain=lambda i, c: explain.dot(t("masks.chain_cell_a", i=TAIL4[i], c=c),
-                                             explain.cell_name("A", i, c), run.weights[i],
-                                             run.V[:, c], float(run.A[i, c])))
-formula(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V",
-        rf"{latex_matrix(run.weights)}{latex_matrix(run.V)} = {latex_matrix(run.A)}")
-st.markdown(t("masks.chain_note", first=TAIL4[0], a0=vec(run.A[0]), v0=vec(run.V[0]),
-              last=TAIL4[-1]))
 
 # --- 3. Padding, and both masks together ----------------------------------------
 @part
@@ -214,5 +218,6 @@ def masked_attention() -> None:
                     zmin=0, zmax=1, colorscale="Oranges", title=f"3 · {steps.labels[2]}")
         with bottom[1]:
             weight_checks(att, allowed)
+    running_example(answered)  # after the exercise whose answer its weights would give
     st.caption(t("masks.not_explanation"))
 masked_attention()

@@ -127,6 +127,7 @@ class End:
     name: str  # text key chain.t_<name>: what the tensor is
     tensor: Callable[[ChainRun], torch.Tensor | dict[str, torch.Tensor]]
     link: str | None  # the stage it comes from or goes to; None: none
+    gate: str | None = None  # an exercise of the stage whose answer the numbers would give
 
 
 def _qkv(r: ChainRun) -> dict[str, torch.Tensor]:
@@ -142,7 +143,8 @@ STRIP: dict[str, tuple[End, End]] = {
     "qkv": (End("X", lambda r: r.X, "tokens"), End("QKV", _qkv, "softmax")),
     "softmax": (End("QKV", _qkv, "qkv"), End("W3", lambda r: unmasked_weights(r)[-1], "masks")),
     "scaling": (End("S", lambda r: r.scores, "qkv"), End("S2", lambda r: r.scaled, "masks")),
-    "masks": (End("S2", lambda r: r.scaled, "scaling"), End("A", lambda r: r.A, "residual_norm")),
+    "masks": (End("S2", lambda r: r.scaled, "scaling"),
+              End("A", lambda r: r.A, "residual_norm", gate="self")),  # A[0] = v_0: a₂,₂ = 1
     "multi_head": (End("A1", lambda r: r.A, "masks"), End("A", lambda r: r.A, "residual_norm")),
     "ffn": (End("H", lambda r: r.H, "masks"), End("F", lambda r: r.ffn.output, "residual_norm")),
     "residual_norm": (End("A", lambda r: r.A, "masks"), End("Y", lambda r: r.Y, "logits")),
@@ -191,7 +193,10 @@ def strip(stage_id: str) -> None:
                      f"{shape_text(next(iter(parts.values())))}")
             shown = ", ".join(f"{symbol} = {numbers(v)}" if symbol else numbers(v)
                               for symbol, v in parts.items())
-            if presenting:
+            if end.gate is not None and \
+                    st.session_state.get(state.kit_key(f"ex.{end.gate}.answered")) is None:
+                st.caption(f"{named} ({t('chain.after_answer')})", width="content")
+            elif presenting:
                 st.caption(named, help=shown, width="content")
             else:
                 colon = ("：" if gap == "" else ": ") if len(parts) > 1 else " = "

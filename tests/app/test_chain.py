@@ -16,6 +16,7 @@ from ui.i18n import catalogue
 
 EDITED_X = "2, -1; 0, 1; 1, 1; 1, -1"  # 运费's row [1, 0] becomes [2, -1]
 DEFAULT = run_chain()
+MASKS_ANSWERED = {"_masks.ex.self.answered": 1.0}  # 5.1's exercise: the chain's A is drawn
 
 
 def cells(matrix: torch.Tensor) -> list[list[str]]:
@@ -103,20 +104,30 @@ def test_an_edit_on_stage_2_reaches_4_and_5_1_in_the_same_session():
     go(at, "pages/04_scaling.py")
     scaling_numbers(at, run)
     assert at.query_params["chain.X"] == EDITED_X  # stage 4's own link carries the edit
+    at.session_state["_masks.ex.self.answered"] = 1.0  # the exercise that A waits for
     go(at, "pages/05_masks.py")
     masks_numbers(at, run)
     assert not torch.allclose(run.A, DEFAULT.A)
 
 
 def test_a_shared_link_carries_an_edited_row_to_5_1():
-    at = open_page("pages/05_masks.py", params={"chain.X": EDITED_X})
+    at = open_page("pages/05_masks.py", params={"chain.X": EDITED_X}, state=MASKS_ANSWERED)
     assert_clean(at)
     masks_numbers(at, edited())
     assert at.query_params["chain.X"] == EDITED_X
 
 
-def test_masks_show_the_chains_numbers_at_the_defaults():
-    at = open_page("pages/05_masks.py", "zh", folded=True)  # the chain is before the fold
+def test_masks_wait_for_the_self_weight_exercise_then_show_the_chains_numbers():
+    """5.1's exercise asks how much 运费 reads itself in the padded example: the chain's
+    weights (运费's row is [1, 0, 0, 0]) and A (A[0] = v_0) wait for it, in the strip too."""
+    at = open_page("pages/05_masks.py", "zh")
+    assert_clean(at)
+    masked = [["−∞" if v == float("-inf") else num(v) for v in row]
+              for row in DEFAULT.masked.tolist()]
+    assert masked in shown(at) and cells(DEFAULT.weights) not in shown(at)
+    assert numbers(DEFAULT.A) not in strip(at, "zh")[1]
+    at.number_input("_masks.ex.self.value").set_value(1.0).run()
+    at.button("_masks.ex.self.check").click().run()
     assert_clean(at)
     tabled = shown(at)
     assert cells(DEFAULT.weights) in tabled and cells(DEFAULT.A) in tabled

@@ -50,14 +50,14 @@ def expected_weights(q, k, causal: bool, pad: bool) -> list[list[str]]:
 
 
 def cells(at, index: int) -> list[list[str]]:
-    """The page's tables in order: targets, causal M, the running example's masked scores,
-    weights and output A, mask in use, position ids, scaled scores, masked scores, weights
-    (once the exercise is answered)."""
+    """The page's tables in order: targets, causal M, mask in use, position ids, scaled
+    scores, masked scores, weights (once the exercise is answered), then the running
+    example's masked scores (and its weights and output A once answered)."""
     return tables(at)[index].values.tolist()
 
 
 def weights(at) -> list[list[str]]:
-    return cells(at, 9)
+    return cells(at, 6)
 
 
 def test_renders_in_both_languages_with_targets_and_the_chain_rule(lang: str) -> None:
@@ -82,13 +82,13 @@ def test_causal_mask_is_shown_as_the_additive_m() -> None:
     at = open_page(PAGE)
     assert cells(at, 1) == [["0" if j <= i else INF for j in range(5)] for i in range(5)]
     # No boolean 1/0 table beside it: "0" only ever means "may read".
-    for index in (1, 5):
+    for index in (1, 2):
         assert not any(cell == "1" for row in cells(at, index) for cell in row)
 
 
 def test_mask_in_use_blocks_padding_and_the_future() -> None:
     at = open_page(PAGE)
-    mask = cells(at, 5)
+    mask = cells(at, 2)
     assert mask == [["0" if 2 <= j <= i else INF for j in range(6)] for i in range(6)]
     # The 4 real tokens' block is the causal pattern for 4 positions.
     assert [row[2:] for row in mask[2:]] == [["0" if j <= i else INF for j in range(4)]
@@ -97,17 +97,17 @@ def test_mask_in_use_blocks_padding_and_the_future() -> None:
 
 def test_position_ids_count_real_tokens_only() -> None:
     at = open_page(PAGE)
-    ids = cells(at, 6)
+    ids = cells(at, 3)
     assert ids[0] == ["[PAD]", "[PAD]", "运费", "谁", "承担", "？"]
     assert ids[1:] == [["0", "0", "1", "1", "1", "1"], ["0", "0", "0", "1", "2", "3"]]
-    assert len(tables(at)) == 9 and "This appears once you have answered" in page_text(at)
+    assert len(tables(at)) == 7 and "This appears once you have answered" in page_text(at)
 
 
 def test_default_scores_and_weights() -> None:
     at = open_page(PAGE, state=ANSWERED)
-    assert cells(at, 7)[3] == ["0.707", "0.707", "0.000", "0.707", "0.707", "0.354"]  # 谁
-    assert cells(at, 8)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
-    assert all(cell == INF for cell in cells(at, 8)[0] + cells(at, 8)[1])
+    assert cells(at, 4)[3] == ["0.707", "0.707", "0.000", "0.707", "0.707", "0.354"]  # 谁
+    assert cells(at, 5)[3] == [INF, INF, "0.000", "0.707", INF, INF]  # 谁 after the mask
+    assert all(cell == INF for cell in cells(at, 5)[0] + cells(at, 5)[1])
     w = weights(at)
     assert w == expected_weights(Q0, K0, causal=True, pad=True)
     assert w[3][2:4] == ["0.330", "0.670"]
@@ -123,7 +123,7 @@ def test_default_scores_and_weights() -> None:
 def test_a_link_to_a_step_shows_the_steps_up_to_it(step: int) -> None:
     at = open_page(PAGE, params={"masks.hand.step": str(step)}, state=ANSWERED)
     assert_clean(at)
-    frames = tables(at)[7:]  # after the targets, the chain, the two masks and the ids
+    frames = tables(at)[4:-3]  # after the targets, the two masks and the ids; the chain last
     assert len(frames) == step
     assert frames[-1].values.tolist()[3][3] == ("0.670" if step == 3 else "0.707")
     assert ("all 26 blocked weights are exactly 0" in page_text(at)) == (step == 3)
@@ -146,7 +146,7 @@ def test_shared_link_with_masks_switched_off(causal: bool, pad: bool) -> None:
     at = open_page(PAGE, params=params, state=ANSWERED)
     assert_clean(at)
     assert weights(at) == expected_weights(Q0, K0, causal=causal, pad=pad)
-    blocked = sum(row.count(INF) for row in cells(at, 5))
+    blocked = sum(row.count(INF) for row in cells(at, 2))
     assert f"all {blocked} blocked weights are exactly 0" in page_text(at)
 
 
@@ -174,7 +174,7 @@ def test_bad_matrix_input_shows_an_error_and_keeps_the_last_value(key: str, bad:
     at = type_bad(PAGE, key, bad)
     assert_clean(at)
     scaled = torch.tensor(Q0) @ torch.tensor(K0).T / math.sqrt(2)  # the defaults, kept
-    assert cells(at, 7) == [[fmt(v) for v in row] for row in scaled.tolist()]
+    assert cells(at, 4) == [[fmt(v) for v in row] for row in scaled.tolist()]
 
 
 @pytest.mark.parametrize("params", [{"masks.causal": "maybe"}, {"masks.pad": "3"},

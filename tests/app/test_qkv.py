@@ -28,7 +28,7 @@ TOKENS = list(TAIL4)
 # The running example's hand model (tinyformer/lessons/chain.py): X [4 × 2], W [2 × 2]
 X = torch.tensor(DEFAULTS["X"], dtype=torch.float64)
 W = {name: DEFAULTS[name] for name in ("Wq", "Wk", "Wv")}
-# At the defaults: q_0 = [1, 0], q_3 = [0, -1], k_0 = [0, 1], so s_{3,0} = -1 (the exercise).
+# At the defaults: q_0 = [1, 0], q_2 = [2, 1], k_1 = [1, 1], so s_{2,1} = 3 (the exercise).
 DEFAULT_NUMBERS = [
     r"x_{0} = \begin{bmatrix}1.000 & 0.000\end{bmatrix}",
     r"q_{0} = x_{0} W_q &= \begin{bmatrix}1 & 0\end{bmatrix}\begin{bmatrix}1 & 0 \\ 1 & 1"
@@ -44,7 +44,7 @@ DEFAULT_NUMBERS = [
 
 
 # The exercises answered, as if by the learner: the score tables they gate are drawn.
-ANSWERED = {"_qkv.ex.s30.answered": -1.0, "_qkv.ex.qk.answered": 1, "_qkv.ex.wv.answered": 1}
+ANSWERED = {"_qkv.ex.s21.answered": 3.0, "_qkv.ex.qk.answered": 1, "_qkv.ex.wv.answered": 1}
 
 
 def opened(lang: str = "en", **kwargs):
@@ -211,9 +211,9 @@ def test_a_bad_link_value_gives_one_note_and_the_default(lang, params):
 def test_the_score_tables_wait_for_their_exercises(lang):
     at = open_page(PAGE, lang)
     assert not has_table(at, trace().scores, TOKENS)
-    steps = r"s_{3,0} = q_3 \cdot k_0 = 0\cdot0 + (-1)\cdot1 = -1.000"
-    assert steps not in explanations(at)
-    answer(at, "qkv.s30", 3.0)
+    steps = r"s_{2,1} = q_2 \cdot k_1 = 2\cdot1 + 1\cdot1 = 3.000"
+    assert steps not in explanations(at) and "3.000" not in page_text(at)
+    answer(at, "qkv.s21", -1.0)
     assert at.warning and steps in explanations(at)
     assert not has_table(at, trace().scores, TOKENS)  # the "why" exercise is still open
     reveal(at, "qkv.qk", 1)
