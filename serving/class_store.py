@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import secrets
 import sqlite3
 import tempfile
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TTL = 12 * 3600  # seconds after the last activity
+TOUCH = 60  # a read renews the class's activity at most once in this many seconds
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ2345679"  # no 0/O, 1/I, 8/B lookalikes
 CODE_LENGTH = 6
 MAX_LEARNERS = 200
@@ -72,7 +74,7 @@ class StoreDown(ClassError):
 @dataclass(frozen=True)
 class Position:
     """Where the teacher is: a stage id and its URL parameters (step, open sections,
-    inputs). `version` grows with every move, so a follower sees that something moved."""
+    inputs). `version` grows with every move and every reveal (see ClassStore.version)."""
 
     stage: str
     params: Mapping[str, str]
@@ -135,6 +137,16 @@ class ClassStore(ABC):
         """Where the teacher is (None: not moved yet)."""
 
     @abstractmethod
+    def version(self, code: str) -> int:
+        """A number that grows with every move and every reveal: a follower's poll reads
+        this alone, and the position and the revealed answers only when it changed. A
+        read: it takes no write lock and renews the class at most once per TOUCH."""
+
+    @abstractmethod
+    def counts(self, code: str, stage: str) -> tuple[int, int]:
+        """(learners who joined, answers given on `stage`): the teacher's poll."""
+
+    @abstractmethod
     def join(self, code: str, learner: str, nickname: str = "") -> None: ...
 
     @abstractmethod
@@ -175,51 +187,91 @@ CREATE TABLE IF NOT EXISTS revealed (
 
 class SQLiteStore(ClassStore):
     """One file shared by the app processes of one machine (WAL: readers never wait for
-    the writer). One connection per thread: Streamlit runs each session in its own."""
+    the writer). Connections are pooled: Streamlit runs every rerun, and so every poll,
+    in a new thread, and a connection per thread was opened again for each."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock)
         self.path = str(path)
-        self._local = threading.local()
+        self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        db = self._connect()
         try:
-            self._connect().executescript(_SCHEMA)
+            db.executescript(_SCHEMA)
         except sqlite3.Error as error:
             raise StoreDown(str(error)) from error
+        finally:
+            self._release(db)
 
     def _connect(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            try:
-                db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-            except sqlite3.Error as error:
-                raise StoreDown(str(error)) from error
-            self._local.db = db
+        """A connection of the pool for this caller alone; give it back with _release."""
+        try:
+            return self._pool.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            db = sqlite3.connect(self.path, timeout=5, isolation_level=None,
+                                 check_same_thread=False)  # one thread at a time: the pool's
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as error:
+            raise StoreDown(str(error)) from error
         return db
 
+    def _release(self, db: sqlite3.Connection) -> None:
+        self._pool.put(db)
+
     class _Tx:
-        def __init__(self, store: SQLiteStore) -> None:
+        def __init__(self, store: SQLiteStore, mode: str = "IMMEDIATE") -> None:
+            self.store = store
             self.db = store._connect()
+            self.mode = mode  # IMMEDIATE: a write; DEFERRED: a read, no write lock
 
         def __enter__(self) -> sqlite3.Connection:
             try:
-                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute(f"BEGIN {self.mode}")
             except sqlite3.Error as error:
+                self.store._release(self.db)
                 raise StoreDown(str(error)) from error
             return self.db
 
         def __exit__(self, kind, error, trace) -> bool:
-            if kind is None:
-                self.db.execute("COMMIT")
-                return False
-            self.db.execute("ROLLBACK")
+            try:
+                if kind is None:
+                    self.db.execute("COMMIT")
+                    return False
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error as failed:
+                if self.db.in_transaction:  # a COMMIT that failed: the pool gets it clean
+                    self.db.execute("ROLLBACK")
+                raise StoreDown(str(failed)) from failed
+            finally:
+                self.store._release(self.db)
             if isinstance(error, sqlite3.Error):
                 raise StoreDown(str(error)) from error
             return False
 
     def _db(self) -> SQLiteStore._Tx:
         return SQLiteStore._Tx(self)
+
+    def _reading(self) -> SQLiteStore._Tx:
+        return SQLiteStore._Tx(self, "DEFERRED")
+
+    def _seen(self, db: sqlite3.Connection, code: str) -> tuple:
+        """The class row for a read; ClassGone if it does not exist or expired. Nothing
+        is written: a write waits for SQLite's one write lock, held across processes,
+        and a poll that took it held up every other (measured: benchmarks/README.md)."""
+        row = db.execute("SELECT teacher, last, stage, params, version FROM classes "
+                         "WHERE code = ?", (code,)).fetchone()
+        if row is None or row[1] < self.clock() - TTL:
+            raise ClassGone(code)
+        return row
+
+    def _touch(self, code: str, row: tuple) -> None:
+        """Renew the class's activity after a read, at most once per TOUCH seconds."""
+        now = self.clock()
+        if row[1] < now - TOUCH:
+            with self._db() as db:
+                db.execute("UPDATE classes SET last = ? WHERE code = ?", (now, code))
 
     def _live(self, db: sqlite3.Connection, code: str) -> tuple:
         """The class row, refreshed; ClassGone if it does not exist or expired."""
@@ -256,8 +308,10 @@ class SQLiteStore(ClassStore):
         return code, key
 
     def is_teacher(self, code: str, key: str) -> bool:
-        with self._db() as db:
-            return secrets.compare_digest(self._live(db, code)[0], _digest(key or ""))
+        with self._reading() as db:
+            row = self._seen(db, code)
+        self._touch(code, row)
+        return secrets.compare_digest(row[0], _digest(key or ""))
 
     def _teacher(self, db: sqlite3.Connection, code: str, key: str) -> tuple:
         row = self._live(db, code)
@@ -274,9 +328,26 @@ class SQLiteStore(ClassStore):
         return version
 
     def position(self, code: str) -> Position | None:
-        with self._db() as db:
-            _, _, stage, params, version = self._live(db, code)
+        with self._reading() as db:
+            row = self._seen(db, code)
+        self._touch(code, row)
+        _, _, stage, params, version = row
         return None if stage is None else Position(stage, json.loads(params), version)
+
+    def version(self, code: str) -> int:
+        with self._reading() as db:
+            row = self._seen(db, code)
+        self._touch(code, row)
+        return row[4]
+
+    def counts(self, code: str, stage: str) -> tuple[int, int]:
+        with self._reading() as db:
+            row = self._seen(db, code)
+            learners = self._count(db, code)
+            answered = db.execute("SELECT COUNT(*) FROM answers WHERE code = ? AND stage = ?",
+                                  (code, stage)).fetchone()[0]
+        self._touch(code, row)
+        return learners, answered
 
     def join(self, code: str, learner: str, nickname: str = "") -> None:
         with self._db() as db:
@@ -293,9 +364,11 @@ class SQLiteStore(ClassStore):
         return db.execute("SELECT COUNT(*) FROM learners WHERE code = ?", (code,)).fetchone()[0]
 
     def learners(self, code: str) -> int:
-        with self._db() as db:
-            self._live(db, code)
-            return self._count(db, code)
+        with self._reading() as db:
+            row = self._seen(db, code)
+            count = self._count(db, code)
+        self._touch(code, row)
+        return count
 
     def answer(self, code: str, learner: str, stage: str, exercise: str, answer: str,
                right: bool) -> None:
@@ -316,8 +389,8 @@ class SQLiteStore(ClassStore):
                         self.clock()))
 
     def answers(self, code: str, stage: str | None = None) -> list[Answer]:
-        with self._db() as db:
-            self._live(db, code)
+        with self._reading() as db:
+            self._seen(db, code)
             rows = db.execute(
                 "SELECT a.learner, COALESCE(l.nickname, ''), a.stage, a.exercise, a.answer, "
                 "a.right FROM answers a LEFT JOIN learners l ON l.code = a.code AND "
@@ -328,11 +401,14 @@ class SQLiteStore(ClassStore):
     def reveal(self, code: str, key: str, stage: str, exercise: str) -> None:
         with self._db() as db:
             self._teacher(db, code, key)
-            db.execute("INSERT OR IGNORE INTO revealed VALUES (?, ?, ?)", (code, stage, exercise))
+            added = db.execute("INSERT OR IGNORE INTO revealed VALUES (?, ?, ?)",
+                               (code, stage, exercise)).rowcount
+            if added:  # the followers' poll sees it
+                db.execute("UPDATE classes SET version = version + 1 WHERE code = ?", (code,))
 
     def revealed(self, code: str) -> set[tuple[str, str]]:
-        with self._db() as db:
-            self._live(db, code)
+        with self._reading() as db:
+            self._seen(db, code)
             rows = db.execute("SELECT stage, exercise FROM revealed WHERE code = ?",
                               (code,)).fetchall()
         return {(stage, exercise) for stage, exercise in rows}
@@ -342,7 +418,8 @@ class SQLiteStore(ClassStore):
 class RedisStore(ClassStore):
     """The same class state in Redis: one hash per class, with its learners, answers and
     revealed exercises beside it; every key of a class expires TTL after its last activity
-    (each call renews them). Moves and answers are single commands or MULTI blocks."""
+    (a call renews them, at most once per TOUCH seconds from one process). Moves and
+    answers are single commands or MULTI blocks."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock)
@@ -351,6 +428,7 @@ class RedisStore(ClassStore):
         self._errors = (redis.RedisError, OSError)
         self.redis = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2,
                                           decode_responses=True)
+        self._renewed: dict[str, float] = {}  # code -> when this process last renewed it
 
     @staticmethod
     def _keys(code: str) -> tuple[str, str, str, str]:
@@ -368,11 +446,20 @@ class RedisStore(ClassStore):
         row = self._call(self.redis.hgetall, base)
         if not row:
             raise ClassGone(code)
+        self._renew(code)
+        return row
+
+    def _renew(self, code: str) -> None:
+        now = self.clock()
+        if now - self._renewed.get(code, -TTL) < TOUCH:
+            return
+        if len(self._renewed) > 10_000:  # a long-running process: forget old classes
+            self._renewed.clear()
+        self._renewed[code] = now
         pipe = self.redis.pipeline()
         for key in self._keys(code):
             pipe.expire(key, TTL)
         self._call(pipe.execute)
-        return row
 
     def _teacher(self, code: str, key: str) -> dict[str, str]:
         row = self._live(code)
@@ -407,6 +494,21 @@ class RedisStore(ClassStore):
         if "stage" not in row:
             return None
         return Position(row["stage"], json.loads(row["params"]), int(row["version"]))
+
+    def version(self, code: str) -> int:
+        teacher, version = self._call(self.redis.hmget, self._keys(code)[0],
+                                      ["teacher", "version"])
+        if teacher is None:
+            raise ClassGone(code)
+        self._renew(code)
+        return int(version or 0)
+
+    def counts(self, code: str, stage: str) -> tuple[int, int]:
+        self._live(code)
+        _, learners, answers, _ = self._keys(code)
+        fields = self._call(self.redis.hkeys, answers)
+        on_stage = sum(1 for field in fields if json.loads(field)[1] == stage)
+        return int(self._call(self.redis.hlen, learners)), on_stage
 
     def join(self, code: str, learner: str, nickname: str = "") -> None:
         self._live(code)
@@ -452,8 +554,9 @@ class RedisStore(ClassStore):
 
     def reveal(self, code: str, key: str, stage: str, exercise: str) -> None:
         self._teacher(code, key)
-        revealed = self._keys(code)[3]
-        self._call(self.redis.sadd, revealed, json.dumps([stage, exercise]))
+        base, _, _, revealed = self._keys(code)
+        if self._call(self.redis.sadd, revealed, json.dumps([stage, exercise])):
+            self._call(self.redis.hincrby, base, "version", 1)  # the followers' poll sees it
         self._call(self.redis.expire, revealed, TTL)
 
     def revealed(self, code: str) -> set[tuple[str, str]]:

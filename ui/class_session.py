@@ -45,6 +45,7 @@ POLL_SECONDS = 2.0  # a follower sees the teacher's move within about this long
 _KEY = "_class_teacher_key"
 _FOLLOW = "_class_follow"
 _SEEN = "_class_seen"  # the position version a follower last applied
+_POLLED = "_class_polled"  # the class's version a follower's poll last dealt with whole
 _PUSHED = "_class_pushed"  # what the teacher last wrote: (stage, params)
 _OWN = "_class_own"  # a follower's own inputs, per stage: kept for when the class returns
 _JOINED = "_class_joined"
@@ -276,14 +277,24 @@ def _learner_line(stage_id: str, page_of: Callable[[str], Any]) -> None:
 def _set_follow(on: bool) -> None:
     st.session_state[_FOLLOW] = on
     st.session_state.pop(_SEEN, None)  # back to the teacher: go where the teacher is now
+    st.session_state.pop(_POLLED, None)
 
 
 @st.fragment(run_every=POLL_SECONDS)
 def _poll(stage_id: str, page_of: Callable[[str], Any]) -> None:
-    if following():
-        _follow(stage_id, page_of)
-        if _reveals_changed():
-            st.rerun(scope="app")
+    """Every POLL_SECONDS: one read of the class's version (a move or a reveal raises it);
+    only when it changed, the position and the revealed answers. Draws nothing, writes
+    nothing to the store: the cheapest run a fragment can have (docs/deploy.md)."""
+    if not following():
+        return
+    version = _safely(lambda: store().version(code()))
+    if version is None or version == st.session_state.get(_POLLED):
+        return
+    _follow(stage_id, page_of)  # may move the page: the next run reads the version again
+    changed = _reveals_changed()
+    st.session_state[_POLLED] = version
+    if changed:
+        st.rerun(scope="app")
 
 
 def _reveals_changed() -> bool:
@@ -297,8 +308,8 @@ def _reveals_changed() -> bool:
 def _teacher_line() -> None:
     @st.fragment(run_every=POLL_SECONDS)
     def live() -> None:
-        joined = _safely(lambda: store().learners(code()))
-        answered = _safely(lambda: len(store().answers(code(), state.current_stage())))
+        joined, answered = _safely(lambda: store().counts(code(), state.current_stage())) or (
+            None, None)
         st.markdown(t("class.leading", code=code(), n=joined or 0))
         now = (joined, answered)
         if st.session_state.setdefault(_TALLY, now) != now:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -210,3 +211,37 @@ def test_the_overview_counts_right_answers_and_finds_the_common_wrong_one():
         ("softmax", 4, 1, "same", 2), ("scaling", 0, 0, "", 0), ("masks", 1, 0, "0.5", 1)]
     assert nickname_text("  Ann\u202e\x00 " + "n" * 40) == ("Ann " + "n" * 40)[:cs.MAX_NICKNAME]
     assert [csv_safe(x) for x in ("=1+1", "@a", "Ann")] == ["'=1+1", "'@a", "Ann"]
+
+
+def test_the_version_grows_with_moves_and_reveals_and_the_counts_follow(store):
+    code, key = store.start()
+    assert store.version(code) == 0 and store.counts(code, "softmax") == (0, 0)
+    moved = store.move(code, key, "softmax", {})
+    assert store.version(code) == moved == store.position(code).version
+    store.reveal(code, key, "softmax", "kb")
+    assert store.version(code) == moved + 1  # a reveal reaches the followers' poll
+    store.reveal(code, key, "softmax", "kb")  # shown already: nothing new
+    assert store.version(code) == moved + 1
+    store.join(code, "a")
+    store.answer(code, "a", "softmax", "kb", "1", True)
+    store.answer(code, "a", "masks", "a22", "1", True)
+    assert store.counts(code, "softmax") == (1, 1)
+    with pytest.raises(cs.ClassGone):
+        store.version("ZZZZZZ")
+
+
+def test_a_poll_writes_nothing_and_renews_the_class_once_a_minute(tmp_path):
+    """SQLite has one write lock for every process; a poll that wrote held up the rest."""
+    clock = Clock()
+    store = cs.SQLiteStore(tmp_path / "c.sqlite", clock=clock)
+    code, key = store.start()
+    store.move(code, key, "softmax", {})
+    other = sqlite3.connect(tmp_path / "c.sqlite")  # another process's view of the file
+    committed = other.execute("PRAGMA data_version").fetchone()  # grows with others' commits
+    clock.now += cs.TOUCH - 1
+    store.version(code), store.position(code), store.revealed(code), store.counts(code, "x")
+    assert other.execute("PRAGMA data_version").fetchone() == committed  # reads only
+    clock.now += 2
+    store.version(code)
+    assert other.execute("PRAGMA data_version").fetchone() != committed  # renewed once
+    other.close()
