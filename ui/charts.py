@@ -19,9 +19,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import state, tables
-from ui.figures import matrix_frame, png_config, readable
+from ui.classroom import presenting
+from ui.figures import font_px, matrix_frame, png_config, readable
 from ui.fmt import num, short
 from ui.i18n import t
+from ui.presenter import MIN_PX
 
 # Blue, vermilion, bluish green, reddish purple, teal, ochre, grey: after Okabe and Ito's
 # colour-blind-safe set, darkened where needed to stand 3:1 against white.
@@ -36,13 +38,22 @@ def _layout(height: int, x_title: str, y_title: str, **extra) -> dict:
         "height": height, "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
         "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}},
         "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-        "font": {"size": 14}, "dragmode": False,
+        "font": {"size": font_px(14)}, "dragmode": False,
     }
+    if presenting():
+        # Plotly shrinks a bar's value to fit its bar: in presenter view never below 18 px.
+        layout["uniformtext"] = {"minsize": MIN_PX, "mode": "show"}
     for name, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(name), dict):
             layout[name] = {**layout[name], **value}
         else:
             layout[name] = value
+    if presenting():
+        # Streamlit's chart theme writes tick labels at 12 px; presenter view's stylesheet
+        # enlarges those of the first axes only (.xtick), so every axis says it here.
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+                layout[name] = {"tickfont": {"size": MIN_PX}, **axis}
     return layout
 
 
@@ -148,7 +159,7 @@ def lines_figure(
                        "y1": 1, "line": {"dash": "dot", "color": "#495057", "width": 2}})
         notes.append({"x": math.log10(value) if log_x else value, "yref": "paper", "y": 1,
                       "text": label, "showarrow": False, "yanchor": "bottom",
-                      "font": {"size": 12}})
+                      "font": {"size": font_px(12)}})
     x_axis = {"type": "log"} if log_x else \
         ({"tickformat": "d", "dtick": max(1, len(x) // 10)} if whole_x else {})
     if x_range:
@@ -183,7 +194,7 @@ def vectors(
                       "arrowwidth": 3, "arrowcolor": colour, "text": ""})
         notes.append({"x": x, "y": y, "xref": "x", "yref": "y", "showarrow": False,
                       "text": f"{name} ({num(x, decimals)}, {num(y, decimals)})",
-                      "font": {"color": readable(colour), "size": 14},
+                      "font": {"color": readable(colour), "size": font_px(14)},
                       # The label sits on the inner side of the tip, so it is never cut
                       # off at the edge of a narrow (phone) figure.
                       "xanchor": ("right" if x > 0.3 * reach else
@@ -214,7 +225,7 @@ def point_clouds(
     reach = 1.1 * max((abs(v) for cloud in rows for p in cloud for v in p), default=1.0)
     gap = 0.06
     width = (1 - gap * (len(rows) - 1)) / max(1, len(rows))
-    traces, layout = [], _layout(height, "", "", margin={"t": 10}, showlegend=False)
+    traces, axes = [], {}
     for index, cloud in enumerate(rows):
         axis = "" if index == 0 else str(index + 1)
         traces.append({"type": "scatter", "mode": "markers", "x": [x for x, _ in cloud],
@@ -223,9 +234,10 @@ def point_clouds(
                                   "color": colours[index % len(colours)]},
                        "hovertemplate": "(%{x:.3f}, %{y:.3f})<extra></extra>"})
         start = index * (width + gap)
-        layout[f"xaxis{axis}"] = {"range": [-reach, reach], "domain": [start, start + width]}
-        layout[f"yaxis{axis}"] = {"range": [-reach, reach], "scaleanchor": f"x{axis}",
-                                  "anchor": f"x{axis}"}
+        axes[f"xaxis{axis}"] = {"range": [-reach, reach], "domain": [start, start + width]}
+        axes[f"yaxis{axis}"] = {"range": [-reach, reach], "scaleanchor": f"x{axis}",
+                                "anchor": f"x{axis}"}
+    layout = _layout(height, "", "", margin={"t": 10}, showlegend=False, **axes)
     _show(go.Figure(data=traces, layout=layout), key)
 
 
@@ -280,7 +292,7 @@ def boxes_and_arrows(
              for tail, head in arrows]
     notes += [{"x": lane, "y": -index, "showarrow": False, "bgcolor": "#fff", "borderpad": 5,
                "bordercolor": colour, "borderwidth": 3 if bold else 1.5, "text": text,
-               "font": {"size": 13, "color": "#212529"}}
+               "font": {"size": font_px(13), "color": "#212529"}}
               for index, (lane, text, colour, bold) in enumerate(boxes)]
     n = rows or len(boxes)
     hidden = {"visible": False, "fixedrange": True}

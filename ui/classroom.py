@@ -44,9 +44,13 @@ _PRESENTER_CSS = """<style>
 # Arrow keys: previous / next stage (presenter view); N / B: next / previous step.
 # Keys typed into an input, or pressed on a focused slider, are left alone.
 # On a narrow screen (a phone): numbers that no longer fit their heatmap cell get a
-# smaller font, or none when even that is too wide (a tap on the cell explains it), and
-# a formula wider than its column is scaled down to fit (it scrolls beyond 60 %).
-_CLIENT_JS = """<script>
+# smaller font, down to the figure's cell_min_px (11 px; 18 in presenter view); a single
+# row's numbers turn upright in its tall cells; else they are left out and the note under
+# the chart (ui/figures.py, hidden until then) says how to read them. A formula wider than
+# its column is scaled down to fit (it scrolls beyond 60 %).
+_CLIENT_JS = """<style>
+[class*="-cells_note"]:not([data-cells-hidden]) { display: none !important; }
+</style><script>
 if (!window.__tinyformerKeys) {
   window.__tinyformerKeys = true;
   document.addEventListener("keydown", (event) => {
@@ -72,20 +76,43 @@ if (!window.__tinyformerKeys) {
   const fitHeatmap = (chart) => {
     const labels = [...chart.querySelectorAll(".heatmap-label text")];
     const image = chart.querySelector(".heatmaplayer image");
-    if (!labels.length || !image) return;
-    const columns = new Set(labels.map((t) => t.getAttribute("x"))).size || 1;
-    const cell = image.getBBox().width / columns;
+    const meta = (chart.layout && chart.layout.meta) || {};
+    if (!labels.length || !image || !meta.cols) return;
+    const box = image.getBBox();
+    const cellWidth = box.width / meta.cols, cellHeight = box.height / meta.rows;
     let widest = 0;
     for (const label of labels) {
       label.style.display = "";
+      label.removeAttribute("transform");
       label.style.fontSize = label.dataset.size || (label.dataset.size = label.style.fontSize);
       widest = Math.max(widest, label.getComputedTextLength());
     }
-    if (widest <= cell * 0.92) return;
-    const size = parseFloat(labels[0].dataset.size) * (cell * 0.92) / widest;
-    for (const label of labels) {
-      if (size >= 8) label.style.fontSize = size + "px";
-      else label.style.display = "none";
+    const given = parseFloat(labels[0].dataset.size), least = meta.cell_min_px || 11;
+    let hidden = false;
+    if (widest > cellWidth * 0.92) {
+      const size = given * (cellWidth * 0.92) / widest;
+      // A single row (one query's weights) has tall cells: its numbers turn upright.
+      const upright = Math.min(given, cellWidth / 1.3, given * (cellHeight * 0.92) / widest);
+      if (size >= least) {
+        labels.forEach((label) => { label.style.fontSize = size + "px"; });
+      } else if (meta.rows === 1 && upright >= least) {
+        for (const label of labels) {
+          label.style.fontSize = upright + "px";
+          const x = parseFloat(label.getAttribute("x"));
+          const middle = parseFloat(label.getAttribute("y")) - 0.35 * given;
+          label.setAttribute("transform", `rotate(-90 ${x} ${middle})`);
+        }
+      } else {
+        hidden = true;  // smaller would be unreadable: the note says where they are
+        labels.forEach((label) => { label.style.display = "none"; });
+      }
+    }
+    const holder = chart.closest('[class*="st-key-"]');
+    const key = holder && [...holder.classList].find((c) => c.startsWith("st-key-")
+                                                            && c.endsWith("-chart"));
+    const note = key && document.querySelector("." + key.replace(/-chart$/, "-cells_note"));
+    if (note && note.hasAttribute("data-cells-hidden") !== hidden) {
+      note.toggleAttribute("data-cells-hidden", hidden);
     }
   };
   const fitFormula = (box) => {

@@ -30,9 +30,15 @@ from ui import handout, state
 from ui.classroom import presenting
 from ui.fmt import num
 from ui.i18n import t
+from ui.presenter import MIN_PX
 
 MAX_CELL_TEXT = 144  # up to 12 x 12 the values are written in the cells
+# The smallest number written in a cell (a phone's narrow cells shrink them down to it);
+# where even that does not fit, the browser leaves the numbers out and shows a note
+# (ui/classroom.py's fitHeatmap). Presenter view's smallest is presenter.MIN_PX (18).
+MIN_CELL_PX = 11
 _BLOCKED_COLOUR = "#e9ecef"
+CELLS_NOTE = "cells_note"  # the note's key part: the browser finds it by the chart's key
 CLICK_OPACITY = 0  # invisible, and Plotly still reports a click on it (checked in Chromium)
 # The colour scales the pages use, checked for contrast and colour-blind readers
 # (tests/unit/test_colour_access.py): ColorBrewer's single-hue sequential scales, its
@@ -73,7 +79,7 @@ def heatmap_figure(
     # -inf (a blocked score) is drawn as a grey gap with its symbol in the cell.
     z = [[v if math.isfinite(v) else None for v in row] for row in rows]
     text = [[cell_text(v, decimals) for v in row] for row in rows]
-    show_text = n_rows * n_cols <= MAX_CELL_TEXT
+    show_text = writes_numbers(n_rows, n_cols)
     cells = [(i, j) for i in range(n_rows) for j in range(n_cols)]
     height = height or min(520, 90 + 46 * n_rows)
     # A click square as tall as a cell (the plot area is height minus the margins):
@@ -111,7 +117,7 @@ def heatmap_figure(
     }
     axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
     # Many columns (a strip of 32 query heads): upright labels would overlap.
-    x_ticks = {"tickangle": -90, "tickfont": {"size": 10}} if n_cols > 16 else {}
+    x_ticks = {"tickangle": -90, "tickfont": {"size": font_px(10)}} if n_cols > 16 else {}
     layout = {
         "xaxis": {**axis, **x_ticks, "tickvals": list(range(n_cols)), "ticktext": list(x_labels),
                   "side": "top", "title": {"text": x_title}, "range": [-0.5, n_cols - 0.5]},
@@ -120,8 +126,12 @@ def heatmap_figure(
         "height": height,
         "margin": {"l": 10, "r": 10, "t": 30, "b": 6},
         "plot_bgcolor": _BLOCKED_COLOUR, "dragmode": False, "clickmode": "event+select",
-        "font": {"size": 14},
+        "font": {"size": font_px(14)},
         "shapes": [] if selected is None else [_outline(*selected)],
+        # Read by the browser's fitHeatmap (ui/classroom.py): the grid, and the smallest
+        # size a cell's number may shrink to before the numbers are left out.
+        "meta": {"rows": n_rows, "cols": n_cols,
+                 "cell_min_px": MIN_PX if presenting() else MIN_CELL_PX},
     }
     # One constructor call: Plotly validates once. The update_* methods re-walk the
     # property tree on every call and cost ~10x more (measured: ~60 ms against ~7 ms).
@@ -234,8 +244,10 @@ def heatmap(
     opens with the same explanation, and it stays while that cell exists: an edit
     redraws the figure (Streamlit then forgets the chart's selection) but keeps it.
     With `explain`, a select box under the figure chooses the cell without a mouse.
-    Up to MAX_CELL_TEXT cells the exact numbers are written in the cells; a larger
-    matrix gets a table twin below, in an expander (table=True forces one). `title`,
+    Up to MAX_CELL_TEXT cells the exact numbers are written in the cells (where the
+    cells shown are too narrow for them at MIN_CELL_PX, the browser leaves them out and a
+    note under the chart says how to read them); a larger matrix gets a table twin
+    below, in an expander (table=True forces one). `title`,
     when given, is written above the chart and names the table in the downloads.
     """
     n_rows, n_cols = len(y_labels), len(x_labels)
@@ -249,6 +261,11 @@ def heatmap(
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
     st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
                     config=png_config(key), width="stretch")
+    if writes_numbers(n_rows, n_cols):
+        # Hidden until the browser leaves the numbers out of cells too narrow for them
+        # (a phone; presenter view's larger type): then it says where they still are.
+        with st.container(key=state.private(key, CELLS_NOTE)):
+            st.caption(t("kit.cells_hidden"))
     if explain is not None:
         if cell is None:
             st.caption(t("kit.click_cell"))
@@ -314,9 +331,21 @@ def _inside(cell: tuple[int, int], n_rows: int, n_cols: int) -> bool:
 
 
 def _cell_font(n_cols: int) -> int:
+    """A cell number's size before the browser fits it to the cell's width."""
     if presenting():
-        return 18 if n_cols <= 8 else 14
-    return 13 if n_cols <= 8 else 11
+        return MIN_PX
+    return 13 if n_cols <= 8 else 12
+
+
+def font_px(size: int) -> int:
+    """A chart's type size: `size`, and in presenter view at least presenter.MIN_PX (cell
+    numbers, bar values, tick labels, annotations: read from the back of the room)."""
+    return max(size, MIN_PX) if presenting() else size
+
+
+def writes_numbers(n_rows: int, n_cols: int) -> bool:
+    """Whether the figure writes each cell's number in the cell."""
+    return n_rows * n_cols <= MAX_CELL_TEXT
 
 
 def _outline(row: int, col: int) -> dict:

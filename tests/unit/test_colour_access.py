@@ -1,7 +1,9 @@
-"""The kit's colours for every reader (WCAG 2.1 AA): numbers in heatmap cells readable on
-any colour of the scales the pages use, those scales still ordered (or their two sides
-still apart) for protanopia, deuteranopia and tritanopia, and the line / bar palette
-visible against white and apart for colour-blind readers.
+"""The kit's colours and type for every reader (WCAG 2.1 AA): numbers in heatmap cells
+readable on any colour of the scales the pages use, those scales still ordered (or their
+two sides still apart) for protanopia, deuteranopia and tritanopia, the line / bar
+palette visible against white and apart for colour-blind readers; and the charts' type
+large enough: cell numbers never below 11 px on a phone, every text 18 px or more in
+presenter view.
 
 Colour-vision deficiency is simulated with Machado, Oliveira and Fernandes (2009), at
 full severity; distances are CIE76 ΔE in CIELAB (D65)."""
@@ -151,3 +153,58 @@ def test_pages_take_their_colours_from_the_checked_palette():
     typing = {page.name for page in (ROOT / "pages").glob("*.py")
               if re.search(r"""["']#[0-9a-fA-F]{3,8}["']""", page.read_text(encoding="utf-8"))}
     assert typing <= TYPED_COLOURS_LEFT, typing - TYPED_COLOURS_LEFT
+
+
+# --- Type sizes ----------------------------------------------------------------------------
+def _font_sizes(node, inside_font: bool = False) -> list[float]:
+    """Every font size a figure (as JSON) sets, in any font, tickfont, textfont ..."""
+    if isinstance(node, dict):
+        found = [float(node["size"])] if inside_font and isinstance(
+            node.get("size"), int | float) else []
+        return found + [size for key, value in node.items()
+                        for size in _font_sizes(value, key.endswith("font"))]
+    if isinstance(node, list | tuple):
+        return [size for value in node for size in _font_sizes(value, inside_font)]
+    return []
+
+
+def test_cell_numbers_start_readable_and_tell_the_browser_their_floor():
+    """The browser shrinks a number to fit its cell down to cell_min_px (11 px) and no
+    further (ui/classroom.py's fitHeatmap leaves them out below it, or turns a single
+    row's numbers upright); it reads the grid from the figure's meta."""
+    from ui.figures import MIN_CELL_PX
+
+    fig = heatmap_figure([[0.25] * 15], [str(j) for j in range(15)], ["q"])
+    assert fig.layout.meta == {"rows": 1, "cols": 15, "cell_min_px": MIN_CELL_PX}
+    assert MIN_CELL_PX >= 11
+    assert min(fig.data[1].textfont.size, fig.data[2].textfont.size) >= MIN_CELL_PX
+
+
+def test_presenter_view_writes_every_chart_text_at_18_px_or_more(monkeypatch):
+    """Cell numbers, tick labels (10 px for a strip of 20 columns), bar values, a line's
+    marks, arrow labels and a diagram's boxes: nothing under 18 px on the projector."""
+    import ui.charts as charts
+    import ui.figures as figures
+    from ui.presenter import MIN_PX
+
+    drawn = []
+    monkeypatch.setattr(figures, "presenting", lambda: True)
+    monkeypatch.setattr(charts, "presenting", lambda: True)
+    monkeypatch.setattr(charts, "_show", lambda fig, key: drawn.append(fig))
+    heat = heatmap_figure([[0.5] * 20] * 2, [str(j) for j in range(20)], ["a", "b"])
+    charts.bars(["a", "b"], {"p": [0.25, 0.75]}, key="b")
+    charts.vectors({"q": [1, 0]}, key="v")
+    charts.boxes_and_arrows([(0, "x", "#000", False), (1, "y", "#000", True)], [(0, 1)],
+                            key="d")
+    charts.point_clouds([[(0, 0), (1, 1)], [(0, 1)]], key="p")
+    line = charts.lines_figure([1, 2], {"a": [1, 2]}, marks={"T": 1.5})
+    figs = [heat, line, *drawn]
+    sizes = [size for fig in figs for size in _font_sizes(fig.to_plotly_json())]
+    assert len(sizes) >= 10 and min(sizes) >= MIN_PX, sorted(sizes)
+    # Streamlit's theme would write ticks at 12 px where an axis names no size (the
+    # presenter stylesheet reaches only the first axes): each axis of a kit chart does.
+    axes = [(name, axis) for fig in [line, *drawn]
+            for name, axis in fig.to_plotly_json()["layout"].items() if name[1:5] == "axis"]
+    assert len(axes) >= 8 and all(axis["tickfont"]["size"] >= MIN_PX for _, axis in axes)
+    assert heat.layout.meta["cell_min_px"] == MIN_PX  # the browser's floor there too
+    assert drawn[0].layout.uniformtext.minsize == MIN_PX  # Plotly's fitting of bar values
