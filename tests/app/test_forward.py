@@ -21,6 +21,7 @@ from tests.app.helpers import (
     page_text,
     reveal,
 )
+from tinyformer.lessons import trace as tr
 from tinyformer.lessons.checkpoint import load_model
 from tinyformer.lessons.forward_pass import BLOCK_STEPS, HEAD_STEPS, TAIL_STEPS
 from tinyformer.model import TinyDecoder
@@ -336,30 +337,29 @@ def breadcrumb(at) -> str:
 
 
 def test_a_logit_traced_back_to_an_id_and_its_link_reopened() -> None:
-    """The trained model's logit of 商 at 「？」: a click starts the trail, each click on
-    the first input goes one step back, until the ID of 「？」; the link shows the trail."""
+    """The trained model's logit of 商 at 「？」: a click starts the trail and a click on
+    an input goes one step back; the link to the whole trail, down to the ID of 「？」,
+    shows its breadcrumb (every step's numbers: tests/unit/test_trace.py)."""
     at = opened({**TRAINED, "forward.step": "logits"},
                 state=click(("forward.map_logits_0", 13, 2)))
     at.button("_forward.trace~map_logits_0").click().run()
     assert at.query_params["forward.trace"] == "logits-0-13-2"
-    for _ in range(40):
-        if not any(b.key == "_forward.trace~src0" for b in at.button):
-            break
-        at.button("_forward.trace~src0").click().run()
+    at.button("_forward.trace~src0").click().run()
     assert_clean(at)
-    trail = at.query_params["forward.trace"]
-    assert trail.startswith("logits-0-13-2~final-0-13-") and trail.endswith("~ids-0-13-0")
-    crumbs = breadcrumb(at)
+    run = tr.text_run(load_model(), Q1)
+    whole = tr.trail_to_ids(run, tr.Address("logits", 0, 13, 2))
+    assert at.query_params["forward.trace"] == tr.trail_text(whole[:2])  # its first input
+    trail = tr.trail_text(whole)
+    linked = opened({**TRAINED, "forward.step": "logits", "forward.trace": trail})
+    assert_clean(linked)
+    crumbs = breadcrumb(linked)
     mark = f"{load_model().vocab.id_of('？')}「？」"  # the question mark's ID, named
     assert crumbs.startswith("Logits $z_{13,2}$ ← Final LayerNorm")
     assert crumbs.endswith(f"ID at position 13: {mark}")
-    done = catalogue("en")["forward.trace_done"].format(i=13, tok=mark,
-                                                        n=trail.count("~") + 1)
-    assert done in [s.value for s in at.success]
-    linked = opened({**TRAINED, "forward.step": "logits", "forward.trace": trail})
-    assert breadcrumb(linked) == crumbs and done in [s.value for s in linked.success]
-    at.button("_forward.trace~undo").click().run()  # one step back towards the logit
-    assert at.query_params["forward.trace"] == trail.rsplit("~", 1)[0]
+    done = catalogue("en")["forward.trace_done"].format(i=13, tok=mark, n=len(whole))
+    assert done in [s.value for s in linked.success]
+    linked.button("_forward.trace~undo").click().run()  # one step back towards the logit
+    assert linked.query_params["forward.trace"] == tr.trail_text(whole[:-1])
 
 
 def test_a_forged_trail_falls_back_with_a_note() -> None:
