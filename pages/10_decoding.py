@@ -5,18 +5,24 @@ import streamlit as st
 
 from tinyformer.lessons.decoding import generate, shared_start
 from tinyformer.lessons.forward_pass import ARTICLE_IDS, parse_ids
+from tinyformer.lessons.text_loop import labels, prompt_ids
+from tinyformer.lessons.train_settings import MAX_LENGTH
 from tinyformer.model import TinyDecoder
 from tinyformer.sampling import draw_counts, next_token_probs
+from tinyformer.tokenizer import CharVocab
 from ui.charts import bars
-from ui.example import PAYERS, gloss
+from ui.corpus import corpus_text
+from ui.example import PAYERS, gloss, question_box
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.fmt import num, short
 from ui.headings import subsection
 from ui.i18n import t
-from ui.inputs import matrix_input, number, text
+from ui.inputs import choice, matrix_input, number, text
+from ui.models import shipped_model
 from ui.notes import random_weights_note, shown_errors
 from ui.page import fold, part, section, stage_link
 from ui.reveal import ALL, Stepper
+from ui.sentence import MAX_CHARS
 
 # TinyDecoder with the article's settings
 MODEL_SEED = 7
@@ -28,9 +34,12 @@ SHOWN_DRAWS = 20
 FORKS = 3
 
 
+MODELS = ("trained", "random")
+
+
 @st.cache_resource(max_entries=64)  # shared by every session: a run is a pure function
-def runs(prompt: tuple[int, ...], steps: int, temp: float, seed: int) -> tuple:
-    model = TinyDecoder.seeded(MODEL_SEED)
+def runs(kind: str, prompt: tuple[int, ...], steps: int, temp: float, seed: int) -> tuple:
+    model = shipped_model().model if kind == "trained" else TinyDecoder.seeded(MODEL_SEED)
     greedy = generate(model, prompt, steps)
     sampled = generate(model, prompt, steps, temperature=temp, seed=seed)
     forks = [generate(model, (*prompt, greedy.new[0]), steps - 1, temperature=temp,
@@ -38,19 +47,30 @@ def runs(prompt: tuple[int, ...], steps: int, temp: float, seed: int) -> tuple:
     return greedy, sampled, forks
 
 
-def ids(values) -> str:
-    return " ".join(map(str, values))
+@st.cache_resource
+def tokens_of_1_1() -> tuple[str, ...]:
+    """Stage 1.1's character vocabulary ([PAD] = 0, [UNK] = 1, ...), which names the
+    random model's IDs."""
+    return CharVocab.from_corpus(corpus_text()).tokens
 
 
-def run_lines(run, shown: int) -> None:
+def ids(values, vocab: tuple[str, ...] | None = None) -> str:
+    """IDs as the loop shows them: numbers, or the trained model's characters."""
+    if vocab is None:
+        return " ".join(map(str, values))
+    return "".join(vocab[i] for i in values)
+
+
+def run_lines(run, shown: int, vocab: tuple[str, ...] | None) -> None:
     """One line per step: what the model read, its top candidates, what was appended."""
     for k, step in enumerate(run.steps[:shown], start=1):
-        top = t("decoding.sep").join(f"{i} ({num(p)})" for i, p in step.top)
+        top = t("decoding.sep").join(f"{ids([i], vocab)} ({num(p)})" for i, p in step.top)
         appended = step.context[len(run.prompt):]  # chosen by the earlier steps
-        chosen = f"**{ids(appended)}**" if appended else ""
-        st.markdown(t("decoding.step_line", k=k, prompt=ids(run.prompt), chosen=chosen,
-                      top=top, id=step.chosen, p=num(step.probs[step.chosen])))
-    st.markdown(t("decoding.sequence", prompt=ids(run.prompt), new=ids(run.new[:shown])))
+        chosen = f"**{ids(appended, vocab)}**" if appended else ""
+        st.markdown(t("decoding.step_line", k=k, prompt=ids(run.prompt, vocab), chosen=chosen,
+                      top=top, id=ids([step.chosen], vocab), p=num(step.probs[step.chosen])))
+    st.markdown(t("decoding.sequence", prompt=ids(run.prompt, vocab),
+                  new=ids(run.new[:shown], vocab)))
 
 
 @part
@@ -105,34 +125,58 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
         after_answer()  # the loop's description and every step line answer it
         return
     st.markdown(t("decoding.loop_lead"))
-    random_weights_note()
-    cols = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+    kind = choice("loop_model", t("decoding.loop_model"), list(MODELS), "trained",
+                  format_func=lambda k: t(f"decoding.loop_model_{k}"))
+    trained = shipped_model() if kind == "trained" else None
+    vocab = trained.vocab.tokens if trained else None
+    if trained:
+        st.caption(t("decoding.loop_trained_note"))
+    else:
+        random_weights_note()
+    if trained:  # the teacher's sentence (by default the running example), both questions
+        prompt_text = question_box("prompt_text", t("decoding.prompt_text"), MAX_CHARS)
+        cols = st.columns(3, vertical_alignment="bottom")
+    else:
+        cols = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+        with cols.pop(0):
+            prompt_text = text("prompt", t("decoding.prompt"), ", ".join(map(str, ARTICLE_IDS)),
+                               100, help=t("decoding.prompt_help", v=VOCAB - 1, n=MAX_LEN))
     with cols[0]:
-        prompt_text = text("prompt", t("decoding.prompt"), ", ".join(map(str, ARTICLE_IDS)),
-                           100, help=t("decoding.prompt_help", v=VOCAB - 1, n=MAX_LEN))
-    with cols[1]:
         steps = number("steps", t("decoding.steps"), 1, MAX_STEPS, 5,
-                       help=t("decoding.steps_help", n=MAX_LEN))
-    with cols[2]:
+                       help=t("decoding.steps_help", n=MAX_LENGTH if trained else MAX_LEN))
+    with cols[1]:
         loop_t = number("loop_T", t("decoding.temperature"), 0.0, 5.0, 1.0, step=0.05)
-    with cols[3]:
+    with cols[2]:
         loop_seed = number("loop_seed", t("decoding.seed"), 0, 9999, 0)
-    prompt = list(ARTICLE_IDS)
+    if trained:
+        prompt = None
+        with shown_errors():
+            prompt = prompt_ids(trained.vocab, prompt_text)
+        if prompt is None:
+            return
+    else:
+        prompt = list(ARTICLE_IDS)
+        with shown_errors():
+            prompt = parse_ids(prompt_text, VOCAB, MAX_LEN)
     with shown_errors():
-        prompt = parse_ids(prompt_text, VOCAB, MAX_LEN)
-    with shown_errors():
-        greedy, sampled, forks = runs(tuple(prompt), steps, loop_t, loop_seed)
+        greedy, sampled, forks = runs(kind, tuple(prompt), steps, loop_t, loop_seed)
         stepper = Stepper("loop", [t("decoding.step_label", k=k + 1) for k in range(steps)])
         shown = steps if stepper.current == ALL else stepper.current
         names = (t("decoding.greedy"), t("decoding.sampled", T=short(loop_t), seed=loop_seed))
         for col, name, run in zip(st.columns(2), names, (greedy, sampled), strict=True):
             with col:
                 subsection(name)
-                run_lines(run, shown)
+                run_lines(run, shown, vocab)
         same = shared_start(greedy.new, sampled.new)
         st.markdown(t("decoding.agree_none" if same == 0 else "decoding.agree_all"
                       if same == steps else "decoding.agree_some", k=same, n=steps))
-        if tuple(prompt) == ARTICLE_IDS:
+        if not trained:
+            on_screen = [*prompt, *(i for run in (greedy, sampled) for step in run.steps
+                                    for i, _ in step.top), *greedy.new, *sampled.new]
+            named = t("decoding.sep").join(f"{i} = {token}" for i, token in
+                                          labels(tokens_of_1_1(), sorted(set(on_screen))))
+            st.caption(t("decoding.loop_ids_note", v=VOCAB - 1, labels=named))
+        if not trained and tuple(prompt) == ARTICLE_IDS:
             st.caption(t("decoding.same_as_forward"))
             stage_link("forward")
 
@@ -140,10 +184,11 @@ def generation_loop() -> None:  # prompt, steps, temperature and seed of the loo
         if not forks:
             st.info(t("decoding.fork_needs_two"))
         else:
-            st.markdown(t("decoding.fork_lead", first=greedy.new[0], T=short(loop_t)))
+            first = ids([greedy.new[0]], vocab)
+            st.markdown(t("decoding.fork_lead", first=first, T=short(loop_t)))
             st.markdown("\n".join(t("decoding.fork_line", seed=loop_seed + 1 + i,
-                                    prompt=ids(prompt), first=greedy.new[0], rest=ids(f.new))
-                                  for i, f in enumerate(forks)))
+                                    prompt=ids(prompt, vocab), first=first,
+                                    rest=ids(f.new, vocab)) for i, f in enumerate(forks)))
             st.info(t("decoding.not_fixed"), icon=":material/alt_route:")
 
 

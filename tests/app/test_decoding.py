@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from tests.app.helpers import BAD_CELL, ONE_LANG, answer, assert_clean, open_page, page_text, reveal
+from tinyformer.lessons.checkpoint import load_model
+from tinyformer.lessons.example import RUNNING_EXAMPLE, TWIN
 from tinyformer.model import TinyDecoder
 from ui.i18n import catalogue
 
@@ -17,6 +19,7 @@ ANSWERED = {"_decoding.ex.expect.answered": 66.5, "_decoding.ex.scatter.answered
             "_decoding.ex.reads.answered": 1}
 IDS = [3, 8, 12, 5, 17, 42, 23, 6]
 PAYERS = ("商家", "买家", "未知")
+RANDOM = {"decoding.loop_model": "random"}  # the article's random TinyDecoder, IDs
 
 
 def counts(logits=(2.0, 1.0, 0.0), n: int = 100, seed: int = 0, t: float = 1.0) -> list[int]:
@@ -52,18 +55,54 @@ def default_page(request):
     return open_page(PAGE, request.param, state=ANSWERED)
 
 
+def trained_loop(question: str, steps: int = 5) -> tuple[str, list[tuple[str, float]]]:
+    """A plain greedy loop on the shipped model: the text it writes, each step's pick."""
+    trained = load_model()
+    ids, picks = list(trained.vocab.encode(question).ids), []
+    for _ in range(steps):
+        probs = torch.softmax(trained.model(torch.tensor(ids))[0][0, -1].detach(), -1)
+        ids.append(int(probs.argmax()))
+        picks.append((trained.vocab.tokens[ids[-1]], float(probs.max())))
+    return trained.vocab.decode(ids[-steps:]), picks
+
+
 def test_defaults(default_page) -> None:
     assert_clean(default_page)
     text = page_text(default_page)
     assert "decoding." not in text and "errors." not in text  # every key is translated
     lang = default_page.query_params["lang"]
-    assert catalogue(lang)["kit.random_weights"] in text
+    assert catalogue(lang)["kit.random_weights"] not in text  # the trained model by default
     for number in ("66.5 ± 4.7", "24.5 ± 4.3", "9.0 ± 2.9", *map(str, counts())):
         assert number in text
-    sep = catalogue(lang)["decoding.sep"]
-    assert sep.join(["40 (0.054)", "20 (0.047)", "35 (0.044)"]) in text  # stage 11's top 3
+    written, picks = trained_loop(RUNNING_EXAMPLE)
+    assert written == "商家承担。"
+    assert f"`{RUNNING_EXAMPLE}` + **`{written}`**" in text
+    for char, p in picks:
+        assert f"**{char}**（p = {p:.3f}）" in text
+
+
+def test_the_random_model_with_its_ids_labelled() -> None:
+    at = open_page(PAGE, params=RANDOM, state=ANSWERED)
+    assert_clean(at)
+    text = page_text(at)
+    assert catalogue("en")["kit.random_weights"] in text
+    assert "40 (0.054), 20 (0.047), 35 (0.044)" in text  # stage 11's top 3
     assert sequence(IDS, loop(IDS, 5)) in text
     assert sequence(IDS, loop(IDS, 5, 1.0, 0)) in text
+    assert 0 in loop(IDS, 5)  # greedy picks ID 0 at its last step: [PAD] on stage 1.1
+    assert "IDs on screen: 0 = [PAD], 3 = " in text
+
+
+def test_the_twin_and_a_character_the_model_never_saw() -> None:
+    at = open_page(PAGE, "zh", state=ANSWERED)
+    next(b for b in at.button if (b.key or "").endswith("prompt_text~q2")).click().run()
+    assert_clean(at)
+    written, _ = trained_loop(TWIN)
+    assert written == "买家承担。" and f"`{TWIN}` + **`{written}`**" in page_text(at)
+    at.text_input("decoding.prompt_text").input("电脑坏了，运费谁承担？").run()
+    assert_clean(at)
+    assert [e.value for e in at.error] == [catalogue("zh")["errors.trained_question_unknown"]
+                                           .format(chars="脑")]
 
 
 def test_counts_follow_the_seed_the_draws_and_the_temperature() -> None:
@@ -81,7 +120,7 @@ def test_counts_follow_the_seed_the_draws_and_the_temperature() -> None:
 
 
 def test_a_shared_link_reproduces_the_draws_and_the_loop() -> None:
-    params = {"decoding.z": "0, 1, 2", "decoding.T": "2", "decoding.seed": "5",
+    params = {**RANDOM, "decoding.z": "0, 1, 2", "decoding.T": "2", "decoding.seed": "5",
               "decoding.prompt": "1, 2, 3", "decoding.steps": "3", "decoding.loop_T": "0.5",
               "decoding.loop_seed": "9"}
     at = open_page(PAGE, params=params, state=ANSWERED)
@@ -94,7 +133,7 @@ def test_a_shared_link_reproduces_the_draws_and_the_loop() -> None:
 
 
 def test_one_first_token_then_different_continuations() -> None:
-    at = open_page(PAGE, state=ANSWERED)
+    at = open_page(PAGE, params=RANDOM, state=ANSWERED)
     text = page_text(at)
     first = loop(IDS, 1)[0]
     rests = [loop([*IDS, first], 4, 1.0, seed) for seed in (1, 2, 3)]
@@ -114,7 +153,7 @@ def test_one_first_token_then_different_continuations() -> None:
     *[("decoding.z", bad) for bad in (BAD_CELL, "1, 2")],
 ])
 def test_bad_input_gives_one_message_and_the_page_goes_on(key: str, bad: str) -> None:
-    at = open_page(PAGE, params={key: bad}, state=ANSWERED)
+    at = open_page(PAGE, params={**RANDOM, key: bad}, state=ANSWERED)
     assert_clean(at)
     assert len(at.error) == 1
     text = page_text(at)
@@ -124,14 +163,14 @@ def test_bad_input_gives_one_message_and_the_page_goes_on(key: str, bad: str) ->
 
 
 def test_a_prompt_too_long_for_the_steps_says_why() -> None:
-    at = open_page(PAGE, "zh", params={"decoding.prompt": ", ".join(["1"] * 12)},
+    at = open_page(PAGE, "zh", params={**RANDOM, "decoding.prompt": ", ".join(["1"] * 12)},
                    state=ANSWERED)
     assert at.error[0].value == catalogue("zh")["errors.generation_too_long"].format(
         prompt=12, steps=5, total=17, max_length=16)
 
 
 def test_exercises_come_before_what_answers_them(lang: str) -> None:
-    at = open_page(PAGE, lang)
+    at = open_page(PAGE, lang, params=RANDOM)
     assert not at.success
     text = page_text(at)
     assert "66.52" not in text and "66.5 ± 4.7" not in text  # no n · p before the exercise
@@ -150,7 +189,7 @@ def test_exercises_come_before_what_answers_them(lang: str) -> None:
 
 
 def test_the_loop_step_by_step_and_fewer_steps() -> None:
-    at = open_page(PAGE, params={"decoding.loop.step": "2"}, state=ANSWERED)
+    at = open_page(PAGE, params={**RANDOM, "decoding.loop.step": "2"}, state=ANSWERED)
     assert_clean(at)
     text = page_text(at)
     new = loop(IDS, 5)
