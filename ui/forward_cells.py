@@ -130,6 +130,8 @@ def crumb(run: fp.ForwardRun, address: tr.Address, tok: Callable[[int], str],
     else:
         head = f"^{{({address.g})}}" if step.name in PER_HEAD else ""
         name = f"${explain.cell_name(symbol + head, row, address.c)}$"
+    if step.name in ("logits", "probs") and tok(address.c) != str(address.c):
+        name += f" {tok(address.c)}"  # the column is a token ID: name its character
     return f"{block}{t(f'forward.step_{step.name}')} {name}"
 
 

@@ -354,7 +354,7 @@ def test_a_logit_traced_back_to_an_id_and_its_link_reopened() -> None:
     assert_clean(linked)
     crumbs = breadcrumb(linked)
     mark = f"{load_model().vocab.id_of('？')}「？」"  # the question mark's ID, named
-    assert crumbs.startswith("Logits $z_{13,2}$ ← Final LayerNorm")
+    assert crumbs.startswith("Logits $z_{13,2}$ 2「商」 ← Final LayerNorm")
     assert crumbs.endswith(f"ID at position 13: {mark}")
     done = catalogue("en")["forward.trace_done"].format(i=13, tok=mark, n=len(whole))
     assert done in [s.value for s in linked.success]
