@@ -136,7 +136,7 @@ def _qkv(r: ChainRun) -> dict[str, torch.Tensor]:
 
 # Stage id -> (entering, leaving). The lesson's order decides the links: a tensor enters
 # from the stage that computed it and leaves for the next stage that reads it. No strip
-# shows a number that an exercise on its page asks for (stage 2's s₃,₀, stage 3's a₁,₀):
+# shows a number that an exercise on its page asks for (stage 2's s₂,₁, stage 3's a₁,₀):
 # 2 hands on Q, K, V, and 3 the weights of ？, the one row that no mask changes.
 STRIP: dict[str, tuple[End, End]] = {
     "tokens": (End("ids", lambda r: r.ids, None), End("X", lambda r: r.X, "qkv")),
@@ -195,7 +195,9 @@ def strip(stage_id: str) -> None:
                               for symbol, v in parts.items())
             if end.gate is not None and \
                     st.session_state.get(state.kit_key(f"ex.{end.gate}.answered")) is None:
-                st.caption(f"{named} ({t('chain.after_answer')})", width="content")
+                wait = t("chain.after_answer")
+                st.caption(f"{named}（{wait}）" if gap == "" else f"{named} ({wait})",
+                           width="content")
             elif presenting:
                 st.caption(named, help=shown, width="content")
             else:
