@@ -152,7 +152,7 @@ def _arrival_note(kind: str, key: str) -> None:
 
 
 def _forget() -> None:
-    for name in (_KEY, _JOINED, _SEEN, _PUSHED, _OWN, _FOLLOW, _TALLY, _REVEALED,
+    for name in (_KEY, _JOINED, _SEEN, _POLLED, _PUSHED, _OWN, _FOLLOW, _TALLY, _REVEALED,
                  _LESSON_SEEN):
         st.session_state.pop(name, None)
 
@@ -463,8 +463,12 @@ def lesson_sidebar(stage_id: str) -> None:
         if plan:
             st.markdown("\n".join(
                 f"{k}. {stage_label(by_id(step.stage))}" for k, step in enumerate(plan, 1)))
-            st.caption(t("class.lesson_link_note"))
-            st.code(lesson_link(), language=None)
+            link = lesson_link()
+            if link is None:
+                st.caption(t("class.lesson_link_long"))
+            else:
+                st.caption(t("class.lesson_link_note"))
+                st.code(link, language=None)
             st.download_button(t("class.lesson_save"), data=lesson_plan.to_json(plan),
                                file_name="tinyformer-lesson.json", mime="application/json",
                                on_click="ignore", key="_lesson_save",
@@ -492,9 +496,13 @@ def _plan_error(key: str) -> str:
     return t(key, steps=lesson_plan.MAX_STEPS, values=lesson_plan.MAX_PARAMS)
 
 
-def lesson_link() -> str:
-    """The lesson as a link to this app: opening it loads the lesson."""
-    params = {**state.link_params(), LESSON: lesson_plan.to_link(lesson())}
+def lesson_link() -> str | None:
+    """The lesson as a link to this app: opening it loads the lesson. None: too long for
+    a link that loads (lesson_plan.MAX_LINK); the file holds it."""
+    value = lesson_plan.to_link(lesson())
+    if len(value) > lesson_plan.MAX_LINK:
+        return None
+    params = {**state.link_params(), LESSON: value}
     for name in (CLASS, state.PRESENT):
         params.pop(name, None)
     return classroom.compose_url(st.context.url or "", classroom.share_address(), params)
