@@ -27,7 +27,7 @@ def test_a_teacher_leads_three_learners_who_follow_answer_and_see_the_answer(
     teacher = new_tab()
     teacher.page.goto(page_url(class_server, softmax, "en"))
     wait_ready(teacher, title(softmax, "en"))
-    teacher.page.get_by_text(EN["class.title"], exact=True).click()
+    teacher.page.get_by_text(EN["class.box_title"], exact=True).click()
     teacher.page.get_by_role("button", name=EN["class.start"]).click()
     lead = EN["class.leading"].split("{code}")[0].replace("**", "")
     expect(teacher.page.get_by_text(lead).first).to_be_visible()
