@@ -60,9 +60,22 @@ def _own_class_store() -> None:
         Path(tempfile.gettempdir()) / f"tinyformer-test-classes-{run}.sqlite")
 
 
+def _one_torch_thread() -> None:
+    """torch on one thread in every test process and in the processes they start (app
+    servers, an installed copy), as the app runs it (ui/frame.py): the tests' tensors are
+    small, and threads that wait for each other on 2 busy cores burn CPU time. Measured
+    here under load: tests/unit/test_cache_work.py and test_context.py took 33 s of
+    CPU time with torch's default threads, 12 s with one. OMP_NUM_THREADS, set by hand,
+    wins."""
+    threads = os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if "torch" in sys.modules and threads.isdigit():  # imported before this file ran
+        sys.modules["torch"].set_num_threads(int(threads))
+
+
 _navigation_from_app_py()
 _one_component_scan()
 _own_class_store()
+_one_torch_thread()
 
 BROWSER_FOLDERS = ("e2e", "proxy")
 
@@ -70,11 +83,11 @@ BROWSER_FOLDERS = ("e2e", "proxy")
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items) -> None:
     """Under pytest-xdist (--dist loadgroup) the browser tests form two groups, each on
-    one worker with its own app server and Chromium: every page in turn
-    (tests/e2e/test_browser.py), and the rest. They wait on the browser more than they
+    one worker with its own app server and Chromium: the walk over every page
+    (tests/e2e/test_every_page.py), and the rest. They wait on the browser more than they
     compute, so two halves side by side finish sooner than one queue."""
     for item in items:
         path = Path(item.path).relative_to(ROOT / "tests")
         if path.parts[0] in BROWSER_FOLDERS:
-            group = "browser-pages" if path.name == "test_browser.py" else "browser-rest"
+            group = "browser-pages" if path.name == "test_every_page.py" else "browser-rest"
             item.add_marker(pytest.mark.xdist_group(group))

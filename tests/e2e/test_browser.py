@@ -1,10 +1,7 @@
-"""The real app in headless Chromium: every page once (the languages alternate, so both
-are drawn by a browser; that each page renders in each language is AppTest's
-test_home.py), an edit that lands in the URL and reproduces from it, a deep link after
-a fresh start, the language switch, and a screenshot of every page
-(screenshots/<page>_<lang>.png, git-ignored, for a person to look at).
-
-Pages come from ui.stages.all_pages(), so a newly built page is covered without edits.
+"""The real app in headless Chromium: a deep link after a fresh start, stage 3's worked
+numbers in each language, an edit that lands in the URL and reproduces from it, the
+language switch, and presenter view from the keyboard. Every page in turn, in each
+language, is test_every_page.py's walk (which uses this module's helpers).
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from playwright.sync_api import expect
 from ui.i18n import LANG_NAMES, LANGS, catalogue
 from ui.stages import NAV_SECTIONS, STAGES, Stage, all_pages
 
-from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, Tab, screenshot, url_name
+from .conftest import TIMEOUT_MS, Server, Tab, url_name
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=TIMEOUT_MS)
@@ -90,37 +87,7 @@ def app_text(tab: Tab) -> str:
     return tab.page.locator(APP).inner_text()
 
 
-# --- (1) + (5): every page once, clean; screenshot of each ------------------------------
-@pytest.mark.parametrize(("stage", "lang"),
-                         [(p, LANGS[i % len(LANGS)]) for i, p in enumerate(PAGES)],
-                         ids=[url_name(p) or "home" for p in PAGES])
-def test_page_opens_clean(server: Server, new_tab, stage: Stage, lang: str) -> None:
-    """Half the pages (English) open folded and press Continue; the other half open
-    whole from a link that says so ("<stage>.more=true"), as a shared link does. Every
-    stage's Continue button is also pressed in AppTest (tests/app/test_home.py)."""
-    if lang == "en":
-        tab = open_ready(server, new_tab, stage, lang)
-        continue_to_the_rest(tab, stage, lang)
-    else:
-        tab = new_tab()
-        tab.page.goto(f"{page_url(server, stage, lang)}&{stage.id}.more=true")
-        wait_ready(tab, title(stage, lang))
-        assert tab.page.get_by_role("button", name=re.compile(
-            "^" + re.escape(catalogue(lang)["kit.fold_continue"].split("{title}")[0]))
-        ).count() == 0  # the whole page, no Continue left
-
-    screenshot(tab.page, SCREENSHOTS / f"{url_name(stage) or 'home'}_{lang}.png")
-
-    assert tab.page.locator('[data-testid="stException"]').count() == 0
-    text = app_text(tab)
-    assert "Traceback" not in text
-    assert not KEY_LIKE.findall(text), f"untranslated keys on the page: {KEY_LIKE.findall(text)}"
-    assert f"lang={lang}" in tab.page.url
-    assert tab.console_errors() == [], tab.console_errors()
-    if lang == "en":
-        drag_first_slider(tab)
-
-
+# --- Helpers of the walk over every page (test_every_page.py) ----------------------------
 def continue_to_the_rest(tab: Tab, stage: Stage, lang: str) -> None:
     """Press the stage's "Continue" button (ui/fold.py), when it has one, after checking
     the first part: the rest is drawn and the URL keeps it open."""
@@ -160,7 +127,7 @@ def drag_first_slider(tab: Tab) -> None:
     assert tab.console_errors() == [], tab.console_errors()
 
 
-# --- (2): a shared link to a stage is the first request after a restart -------------
+# --- a shared link to a stage is the first request after a restart -------------
 def _softmax() -> Stage:
     stage = next((s for s in STAGES if s.id == "softmax"), None)
     if stage is None:
@@ -200,7 +167,7 @@ def test_softmax_worked_numbers_in_each_language(server: Server, new_tab, lang: 
     assert tab.page.locator('[data-testid="stException"]').count() == 0
 
 
-# --- (3): edit a value; the URL carries it; the link reproduces the view ------------
+# --- edit a value; the URL carries it; the link reproduces the view ------------
 def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     stage = _softmax()
     tab = open_ready(server, new_tab, stage, "en")
@@ -228,7 +195,7 @@ def test_edit_lands_in_url_and_link_reproduces(server: Server, new_tab) -> None:
     assert other.console_errors() == [], other.console_errors()
 
 
-# --- (4): the language switch in the page's title row --------------------------------
+# --- the language switch in the page's title row --------------------------------
 def test_language_switch(server: Server, new_tab) -> None:
     """The switch in the title row changes the page, the navigation's section names
     and the URL; a stage reached through the navigation keeps the language."""
@@ -255,7 +222,7 @@ def test_language_switch(server: Server, new_tab) -> None:
 
 
 
-# --- (5): presenter view at a projector's 1280 x 720, from the keyboard alone ------------
+# --- presenter view at a projector's 1280 x 720, from the keyboard alone ------------
 PROJECTOR = {"width": 1280, "height": 720}
 # Below presenter view's bar, which itself is at the top of the screen, and above the
 # screen's bottom edge.

@@ -1,8 +1,6 @@
 """The classroom in a real browser: presenter view at a projector's 1280 x 720 driven by
-the arrow keys, every page on a phone (390 x 844) without sideways scrolling, and the
-share panel showing the page's current address with its inputs.
-
-Phone screenshots land in screenshots/phone_<page>.png (git-ignored): look at them.
+the arrow keys, and the share panel showing the page's current address with its
+inputs. Every page on a phone (390 x 844) is test_every_page.py's English walk.
 """
 
 from __future__ import annotations
@@ -13,19 +11,15 @@ import pytest
 from playwright.sync_api import expect
 
 from ui.i18n import catalogue
-from ui.stages import STAGES, Stage, all_pages, by_id, neighbours
+from ui.stages import STAGES, Stage, by_id, neighbours
 
-from .conftest import SCREENSHOTS, TIMEOUT_MS, Server, screenshot, tab_in, url_name
+from .conftest import TIMEOUT_MS, Server, url_name
 from .test_browser import open_ready, page_url, title, wait_for_text, wait_ready
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=TIMEOUT_MS)
 
 PROJECTOR = {"width": 1280, "height": 720}
-PHONE = {"width": 390, "height": 844}
-# On a phone the closed sidebar sits off the left edge of the screen.
-SIDEBAR_CLOSED = """() => document.querySelector('[data-testid="stSidebar"]')
-                        .getBoundingClientRect().right <= 1"""
 
 
 def stage(stage_id: str) -> Stage:
@@ -74,32 +68,6 @@ def test_presenter_view_arrow_keys_keep_presenting_and_the_language(server: Serv
         expect(page.locator(".st-key-presenter_bar")).to_be_visible()
     assert page.locator('[data-testid="stException"]').count() == 0
     assert tab.console_errors() == [], tab.console_errors()
-
-
-# --- Phones: every page fits 390 px -------------------------------------------------------
-def test_every_page_fits_a_phone(server: Server, browser) -> None:
-    """One phone for the whole walk: every page in turn, no sideways scrolling."""
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True,
-                                  locale="en-US")
-    tab = tab_in(context)
-    too_wide = {}
-    try:
-        for page in all_pages():
-            tab.page.goto(page_url(server, page, "en"))
-            wait_ready(tab, title(page, "en"))
-            # The sidebar starts closed: on a phone it would cover the page.
-            assert tab.page.evaluate(SIDEBAR_CLOSED), page.id
-            scroll, client = tab.page.evaluate(
-                """() => [document.documentElement.scrollWidth,
-                          document.documentElement.clientWidth]""")
-            if scroll > client:
-                too_wide[url_name(page) or "home"] = (scroll, client)
-            screenshot(tab.page, SCREENSHOTS / f"phone_{url_name(page) or 'home'}.png")
-            assert tab.page.locator('[data-testid="stException"]').count() == 0, page.id
-        assert too_wide == {}, f"pages wider than the phone (scrollWidth, clientWidth): {too_wide}"
-        assert tab.console_errors() == [], tab.console_errors()
-    finally:
-        context.close()
 
 
 # --- The share panel: the page's current address, inputs included --------------------------
