@@ -1,7 +1,7 @@
 """The kit's accessibility in AppTest (ui/a11y.py, ui/figures.py): a heatmap cell's
 explanation reached from the keyboard, and what the frame adds to every page. What
 only a browser shows (axe-core's rules, the page's language, Streamlit's English
-translated) is tests/e2e/test_accessibility.py."""
+translated) is tests/e2e/test_every_page.py."""
 
 from __future__ import annotations
 

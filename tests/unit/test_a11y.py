@@ -1,6 +1,6 @@
 """ui/a11y.py without a browser: Streamlit's English that the Chinese view translates is
 Streamlit's exactly, the script survives Streamlit's HTML sanitizer, and an unknown
-address is claimed for the overview. (In a browser: tests/e2e/test_accessibility.py.)"""
+address is claimed for the overview. (In a browser: tests/e2e/test_every_page.py.)"""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ its data."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,18 +20,6 @@ import tinyformer
 import tinyformer.lessons
 from tinyformer.errors import ParameterError, ShapeError, TinyformerError
 from tinyformer.lessons.checkpoint import MODEL_DIR, load_model
-
-
-def test_import_does_not_load_ui_libraries() -> None:
-    code = (
-        "import sys, tinyformer, tinyformer.model; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly', 'ui')]; "
-        "print(bad)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
 
 
 def test_errors_are_value_errors_with_key_and_values() -> None:
@@ -63,30 +52,48 @@ def test_the_docstring_names_every_module(package) -> None:
     assert sorted(listed) == names  # and lists nothing that is not there
 
 
-def test_the_core_imports_nothing_from_the_lessons() -> None:
+UI_LIBRARIES = ("streamlit", "plotly", "ui")
+
+
+@pytest.fixture(scope="module")
+def imported() -> dict[str, list[str]]:
+    """What a fresh interpreter has loaded after importing tinyformer and its core
+    modules ("core"), then every lessons module as well ("lessons"): one interpreter
+    for the three checks below (each import of torch costs seconds)."""
+    core = ["tinyformer", *(f"tinyformer.{name}" for name in _module_names(PACKAGE))]
+    code = """if True:
+        import importlib, json, pkgutil, sys
+        core, ui = json.loads(sys.argv[1]), tuple(json.loads(sys.argv[2]))
+        def loaded():
+            return {"lessons": sorted(m for m in sys.modules
+                                      if m.startswith("tinyformer.lessons")),
+                    "ui": sorted(m for m in sys.modules if m.split(".")[0] in ui)}
+        [importlib.import_module(m) for m in core]
+        after_core = loaded()
+        import tinyformer.lessons as lessons
+        [importlib.import_module(m.name)
+         for m in pkgutil.iter_modules(lessons.__path__, "tinyformer.lessons.")]
+        print(json.dumps({"core": after_core, "lessons": loaded()}))
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(core), json.dumps(UI_LIBRARIES)],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_import_does_not_load_ui_libraries(imported) -> None:
+    assert imported["core"]["ui"] == []
+
+
+def test_the_core_imports_nothing_from_the_lessons(imported) -> None:
     """The core is the library; the page models build on it, never the reverse."""
-    core = [f"tinyformer.{name}" for name in _module_names(PACKAGE)]
-    code = (
-        f"import importlib, sys; [importlib.import_module(m) for m in {core!r}]; "
-        "print(sorted(m for m in sys.modules if m.startswith('tinyformer.lessons')))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert imported["core"]["lessons"] == []
 
 
-def test_every_lessons_module_imports_without_ui_libraries() -> None:
-    code = (
-        "import importlib, pkgutil, sys, tinyformer.lessons as L; "
-        "[importlib.import_module(m.name) for m in pkgutil.iter_modules(L.__path__, "
-        "'tinyformer.lessons.')]; "
-        "print([m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly', 'ui')])"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+def test_every_lessons_module_imports_without_ui_libraries(imported) -> None:
+    assert len(imported["lessons"]["lessons"]) > 1  # they were imported
+    assert imported["lessons"]["ui"] == []
 
 
 # --- installable, with its data ---------------------------------------------------------
