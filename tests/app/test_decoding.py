@@ -81,18 +81,6 @@ def test_defaults(default_page) -> None:
         assert f"**{char}**（p = {p:.3f}）" in text
 
 
-def test_the_random_model_with_its_ids_labelled() -> None:
-    at = open_page(PAGE, params=RANDOM, state=ANSWERED)
-    assert_clean(at)
-    text = page_text(at)
-    assert catalogue("en")["kit.random_weights"] in text
-    assert "40 (0.054), 20 (0.047), 35 (0.044)" in text  # stage 11's top 3
-    assert sequence(IDS, loop(IDS, 5)) in text
-    assert sequence(IDS, loop(IDS, 5, 1.0, 0)) in text
-    assert 0 in loop(IDS, 5)  # greedy picks ID 0 at its last step: [PAD] on stage 1.1
-    assert "IDs on screen: 0 = [PAD], 3 = " in text
-
-
 def test_the_twin_and_a_character_the_model_never_saw() -> None:
     at = open_page(PAGE, "zh", state=ANSWERED)
     next(b for b in at.button if (b.key or "").endswith("prompt_text~q2")).click().run()
@@ -132,9 +120,16 @@ def test_a_shared_link_reproduces_the_draws_and_the_loop() -> None:
     assert sequence([1, 2, 3], loop([1, 2, 3], 3, 0.5, 9)) in text
 
 
-def test_one_first_token_then_different_continuations() -> None:
+def test_the_random_model_labelled_and_one_first_token_then_different_continuations() -> None:
     at = open_page(PAGE, params=RANDOM, state=ANSWERED)
+    assert_clean(at)
     text = page_text(at)
+    assert catalogue("en")["kit.random_weights"] in text
+    assert "40 (0.054), 20 (0.047), 35 (0.044)" in text  # stage 11's top 3
+    assert sequence(IDS, loop(IDS, 5)) in text
+    assert sequence(IDS, loop(IDS, 5, 1.0, 0)) in text
+    assert 0 in loop(IDS, 5)  # greedy picks ID 0 at its last step: [PAD] on stage 1.1
+    assert "IDs on screen: 0 = [PAD], 3 = " in text
     first = loop(IDS, 1)[0]
     rests = [loop([*IDS, first], 4, 1.0, seed) for seed in (1, 2, 3)]
     for rest in rests:

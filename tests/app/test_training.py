@@ -107,6 +107,17 @@ def test_defaults(lang):
     assert text(lang, "training.ex_explain") not in shown
     keys = [b.key for b in at.button]
     assert TRAIN in keys and "_training.stop" not in keys  # Stop appears only while training
+    # Teacher forcing on one training text, and the shipped run, before anyone trains
+    forced = gs.teacher_forcing()
+    table_ = next(f for f in tables(at) if len(f) == len(forced.pairs))
+    assert table_.values.tolist() == [[p.reads, p.target] for p in forced.pairs]
+    run = load_run()
+    assert text(lang, "training.shipped_facts", layers=2, heads=2, width=32, steps=300,
+                lr="0.005", seed=0, train="1,960", heldout=num(run.heldout_loss[-1]),
+                answer=num(run.answer_loss[-1]), correct=487, n=490, pct="99.4") in shown
+    assert f"{run.parameters:,}" in shown
+    curve = next(f for f in tables(at) if len(f.columns) == len(run.steps))
+    assert curve.iloc[1].tolist() == [num(v) for v in run.heldout_loss]
 
 
 def test_training_draws_a_growing_curve_then_the_results(sent):
@@ -300,17 +311,3 @@ def test_a_learning_rate_of_0_1e9_or_nan_gets_a_translated_message():
             lang, "input.number_clamped", name=text(lang, "training.step_lr"),
             typed=number_shown(typed), lo="0.01", hi="10", used=number_shown(used))]
         assert tables(at)[0].values.tolist() == step_rows(gs.logit_step(0, used))
-
-
-def test_teacher_forcing_and_the_shipped_run_before_anyone_trains():
-    at = open_page(PAGE, "zh")
-    assert_clean(at)
-    forced = gs.teacher_forcing()
-    table_ = next(f for f in tables(at) if len(f) == len(forced.pairs))
-    assert table_.values.tolist() == [[p.reads, p.target] for p in forced.pairs]
-    run = load_run()
-    shown = page_text(at)
-    assert f"**{num(run.heldout_loss[-1])}**" in shown and "**487 / 490（99.4%）**" in shown
-    assert f"{run.parameters:,}" in shown
-    curve = next(f for f in tables(at) if len(f.columns) == len(run.steps))
-    assert curve.iloc[1].tolist() == [num(v) for v in run.heldout_loss]
