@@ -9,7 +9,7 @@ from tinyformer.lessons import rule_limits as rl
 from tinyformer.lessons.corpus import find_question
 from tinyformer.lessons.probe import Inspection, max_question_length, probe
 from tinyformer.lessons.train import TrainedModel
-from ui import explain, training
+from ui import explain, sentence, training
 from ui.charts import bars
 from ui.example import PAYERS, Q1, Q1_WORDS, Q2, Q2_SAME_PLACE, Q2_WORDS, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
@@ -303,9 +303,18 @@ def limits_section() -> None:
 device = device_name()
 shown = training.model_choice(device)
 found: dict[str, Inspection] = {}
+own = sentence.current()  # the teacher's sentence (ui/sentence.py): question 1 if it can
+own_fits = find_question(own) is not None
 for column, (name, default) in zip(st.columns(2), QUESTIONS, strict=True):
     with column:
-        asked = text(name, t(f"inside.{name}"), default, MAX_CHARS, help=t("inside.q_help"))
+        if name == "q1" and own_fits:  # opens on the teacher's sentence, and follows it
+            asked = sentence.follow(name, t(f"inside.{name}"), MAX_CHARS,
+                                    help=t("inside.q_help"))
+        else:
+            asked = text(name, t(f"inside.{name}"), default, MAX_CHARS,
+                         help=t("inside.q_help"))
+            if name == "q1" and not sentence.is_default():
+                st.caption(t("inside.own_not_corpus", s=own))
         with shown_errors():
             found[name] = inspect(device, shown.key, asked, shown.trained)
             answer(found[name])

@@ -319,3 +319,15 @@ def test_where_the_rule_stops_asks_first_then_shows_each_case(trained, answered)
     assert_clean(at)
     assert [e.value for e in at.error] == [catalogue("en")["errors.trained_question_too_long"]
                                            .format(length=29, limit=28)]
+
+
+def test_question_1_opens_on_the_teachers_sentence_when_it_is_a_corpus_question(trained):
+    at = open_page(PAGE, "zh", params={"sentence": OTHER})
+    assert_clean(at)
+    assert at.text_input("inside.q1").value == OTHER
+    assert f"**{probe(trained, OTHER).greedy_answer}**" in page_text(at)
+    at = open_page(PAGE, "zh", params={"sentence": "我的快递丢了，怎么办？"})
+    assert_clean(at)
+    assert at.text_input("inside.q1").value == RUNNING_EXAMPLE
+    assert catalogue("zh")["inside.own_not_corpus"].format(s="我的快递丢了，怎么办？") in \
+        page_text(at)
