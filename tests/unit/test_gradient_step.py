@@ -67,12 +67,13 @@ def test_one_weight_of_the_head() -> None:
     assert round(float(head.new_table[0, 0]), 3) == 1.670
 
 
-@pytest.mark.parametrize(("lr", "key"), [(0, "step_lr_range"), (1e9, "step_lr_range"),
-                                         (-1.0, "step_lr_range"),
-                                         (math.nan, "step_lr_not_number"),
-                                         (math.inf, "step_lr_not_number"),
-                                         ("1", "step_lr_not_number"),
-                                         (True, "step_lr_not_number")])
+@pytest.mark.parametrize(("lr", "key"), [(0, "train_setting_range"),
+                                         (1e9, "train_setting_range"),
+                                         (-1.0, "train_setting_range"),
+                                         (math.nan, "train_setting_type"),
+                                         (math.inf, "train_setting_type"),
+                                         ("1", "train_setting_type"),
+                                         (True, "train_setting_type")])
 def test_bad_learning_rates_raise_keyed_errors(lr, key: str) -> None:
     for step in (logit_step, head_step):
         with pytest.raises(ParameterError) as error:
@@ -83,7 +84,7 @@ def test_bad_learning_rates_raise_keyed_errors(lr, key: str) -> None:
 def test_a_target_outside_the_vocabulary() -> None:
     with pytest.raises(ParameterError) as error:
         logit_step(3)
-    assert error.value.key == "step_target_range"
+    assert error.value.key == "train_setting_range"
 
 
 def test_teacher_forcing_is_the_training_pairs() -> None:

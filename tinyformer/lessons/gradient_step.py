@@ -76,21 +76,24 @@ class HeadStep:
 
 
 def check_lr(lr: object) -> float:
-    """A learning rate the page may use, or a keyed error (0, 1e9, NaN, text ...)."""
+    """A learning rate the page may use, or a keyed error (0, 1e9, NaN, text ...), with
+    the keys and wording of Train's own learning rate (train_settings.check_settings)."""
     low, high = LR_BOUNDS
     if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr):
-        raise ParameterError("step_lr_not_number", f"the learning rate must be a number, got "
-                             f"{lr!r}", value=str(lr))
+        raise ParameterError("train_setting_type", f"learning_rate must be a number, got "
+                             f"{lr!r}", name="learning_rate", value=str(lr))
     if not low <= lr <= high:
-        raise ParameterError("step_lr_range", f"the learning rate must be between {low} and "
-                             f"{high}, got {lr}", value=lr, low=low, high=high)
+        raise ParameterError("train_setting_range", f"learning_rate must be between {low} "
+                             f"and {high}, got {lr}", name="learning_rate", value=lr, low=low,
+                             high=high)
     return float(lr)
 
 
 def _check_target(target: object, size: int) -> int:
     if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < size:
-        raise ParameterError("step_target_range", f"the right answer must be an index 0 .. "
-                             f"{size - 1}, got {target!r}", value=str(target), last=size - 1)
+        raise ParameterError("train_setting_range", f"the right answer must be an index 0 .. "
+                             f"{size - 1}, got {target!r}", name="target", value=str(target),
+                             low=0, high=size - 1)
     return target
 
 
