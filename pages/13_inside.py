@@ -204,8 +204,7 @@ def patch_exercise() -> bool:
              if v is not None and (v >= 0.5) != (grid.clean.merchant >= 0.5)]
     verdict = 2 if not flips else 0 if all(j == n - 1 for _, j in flips) else 1
     return choice_exercise(
-        "patch", t("inside.ex_pa_question", q=grid.question, src=grid.source,
-                   p=num(grid.clean.merchant)),
+        "patch", t("inside.ex_pa_question", q=grid.question, src=grid.source),
         [t(f"inside.ex_pa_{k}") for k in ("last", "earlier", "nowhere")], correct=verdict,
         explanation=t("inside.ex_pa_explain", n=len(flips)))
 
