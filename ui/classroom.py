@@ -49,7 +49,10 @@ _PRESENTER_CSS = """<style>
 # the chart (ui/figures.py, hidden until then) says how to read them. A formula wider than
 # its column is scaled down to fit (it scrolls beyond 60 %).
 _CLIENT_JS = """<style>
-[class*="-cells_note"]:not([data-cells-hidden]) { display: none !important; }
+/* The note and its wrapper (else the wrapper's empty row adds a gap under the chart). */
+[class*="-cells_note"]:not([data-cells-hidden]),
+[data-testid="stLayoutWrapper"]:has(> [class*="-cells_note"]:not([data-cells-hidden])) {
+  display: none !important; }
 </style><script>
 if (!window.__tinyformerKeys) {
   window.__tinyformerKeys = true;
