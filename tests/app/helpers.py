@@ -11,6 +11,7 @@ heatmap's chart, "_<stage id>.ex.<name>.*" for exercises."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -89,7 +90,11 @@ def page_text(at: AppTest) -> str:
                 value = value.to_string() if value is not None else ""
             parts.append(str(value))
     parts.extend(frame.to_string() for frame in tables(at) if frame is not None)
-    return "\n".join(parts)
+    return _TAG.sub("", "\n".join(parts))
+
+
+# An HTML tag in a markdown element (a glossary word's <span lang="zh-CN">): not read.
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 
 
 # One bad cell for a page's own boxes: that matrix_input refuses every kind (text, NaN,

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.helpers import _walk, assert_clean, open_page, page_text
 from tests.unit.test_handout import latex_left
+from tinyformer.lessons.chain import run_chain
 from ui import classroom, handout
 from ui.i18n import catalogue
 from ui.stages import STAGES
@@ -97,7 +98,8 @@ def test_every_table_of_the_page_as_csv():
     assert raw.startswith(handout.BOM.encode())
     scores = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert scores[0] == [caption] and scores[1] == ["", "运费", "谁", "承担", "？"]
-    assert scores[2] == ["运费", "0.707", "0.000", "0.707", "0.354"]
+    first_row = run_chain().scaled[0].tolist()  # the hand model's, as stage 2 feeds it
+    assert scores[2] == ["运费", *(f"{v:.3f}" for v in first_row)]
 
 
 def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
@@ -113,12 +115,12 @@ def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
 
 
 def test_shown_qr_code_follows_an_edit_made_in_a_section_that_reruns_alone():
-    """The softmax matrix form is a section of its own (ui.page.part): with the QR code
+    """The softmax hand example is a section of its own (ui.page.part): with the QR code
     on show, an edit there reruns the whole page, so the code carries it."""
     at = open_page(PAGE)
     at.sidebar.toggle("_share_on").set_value(True).run()
-    at.text_input("softmax.V").input("1, 0; 0, 1; 1, 1; 3, -1").run()
-    assert "softmax.V=1%2C+0%3B+0%2C+1%3B+1%2C+1%3B+3%2C+-1" in at.session_state["_share_url"]
+    at.text_input("hand.kB").input("2, 0").run()
+    assert "hand.kB=2%2C+0" in at.session_state["_share_url"]
 
 
 
