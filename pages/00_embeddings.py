@@ -6,7 +6,7 @@ import torch
 
 from tinyformer.embedding import anisotropic_cloud, cosine_table, mean_pairwise_cosine, whiten
 from ui import explain
-from ui.charts import point_clouds, vectors
+from ui.charts import PALETTE, point_clouds, vectors
 from ui.example import gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap, matrix_frame
@@ -20,7 +20,8 @@ from ui.reveal import Stepper
 from ui.tables import table
 
 WORDS = ("苹果", "梨", "动漫")
-COLOURS = {"苹果": "#2f9e44", "梨": "#66a80f", "动漫": "#d6336c"}
+# Two fruits in neighbouring cool colours, the cartoon apart (the kit's checked palette)
+COLOURS = {"苹果": PALETTE[2], "梨": PALETTE[4], "动漫": PALETTE[3]}
 # Axes (entertainment, edible). Both fruit point up "edible", 动漫 along "entertainment":
 # unrelated, so near 90°. The fruit differ in length so that their labels stay apart.
 PLANE = [[0.0, 0.9], [0.1, 0.7], [0.9, 0.0]]

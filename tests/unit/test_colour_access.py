@@ -142,9 +142,8 @@ def test_each_cell_number_is_written_once_in_the_ink_that_contrasts():
     assert all((d == "") != (w == "") for d, w in written.values())  # exactly one ink
 
 
-# Pages that still type a colour of their own (not this test's owner's files; reported):
-# 0.2's word colours, one of which (#66a80f) stands 2.93:1 against white.
-TYPED_COLOURS_LEFT = {"00_embeddings.py"}
+# Pages that still type a colour of their own: none.
+TYPED_COLOURS_LEFT: set[str] = set()
 
 
 def test_pages_take_their_colours_from_the_checked_palette():
