@@ -74,7 +74,21 @@ def heatmap_figure(
     height: int | None = None,
     selected: tuple[int, int] | None = None,
 ) -> go.Figure:
-    rows = _rows(matrix)
+    """The heatmap's figure. Built once per distinct input and kept (a page's full run
+    draws the same maps again: building one costs 10-20 ms, most of it Plotly's
+    validation); the figure is only read afterwards (st.plotly_chart copies it)."""
+    colours = colorscale if isinstance(colorscale, str) else tuple(map(tuple, colorscale))
+    return _heatmap_figure(
+        tuple(map(tuple, _rows(matrix))), tuple(map(str, x_labels)), tuple(map(str, y_labels)),
+        decimals, colours, zmin, zmax, x_title, y_title, height, selected, presenting())
+
+
+@functools.lru_cache(maxsize=256)
+def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, x_title,
+                    y_title, height, selected, presenting_now: bool) -> go.Figure:
+    # presenting_now: the view the sizes below read (font_px, _cell_font), in the key
+    if not isinstance(colorscale, str):
+        colorscale = [list(stop) for stop in colorscale]
     n_rows, n_cols = len(rows), len(rows[0])
     # -inf (a blocked score) is drawn as a grey gap with its symbol in the cell.
     z = [[v if math.isfinite(v) else None for v in row] for row in rows]
