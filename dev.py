@@ -69,6 +69,16 @@ def _exec(*args: str) -> None:
     os.execv(str(PYTHON), [str(PYTHON), *args])
 
 
+def _keep_bytecode() -> None:
+    """A test run imports the project in every pytest worker and every app server it
+    starts, and pytest rewrites the asserts of every test module: with
+    PYTHONDONTWRITEBYTECODE set (some containers set it) and no __pycache__ written yet,
+    each process compiles all of it again, every run. Measured here: collecting the
+    suite took 12.1 s of CPU, 5.9 s once the compiled files were kept (git ignores
+    __pycache__). The installed packages' own compiled files are used either way."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -109,6 +119,7 @@ def main() -> None:
     elif args.command == "test":
         if subprocess.run([str(PYTHON), "-m", "ruff", "check", "."], cwd=ROOT).returncode:
             sys.exit(1)
+        _keep_bytecode()
         _exec("-m", "pytest", *extra)
     else:
         _exec("benchmarks/rerun_cost.py", *extra)
