@@ -16,7 +16,7 @@ from tests.app.helpers import (
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import OPEN as FOLD_OPEN
 from ui.i18n import catalogue
-from ui.stages import STAGES
+from ui.stages import CLASS_OVERVIEW, STAGES
 
 
 def test_overview_renders_in_both_languages(each_lang):
@@ -68,8 +68,12 @@ def _navigation_sections():
 
     def capture(sections, **_):
         st.session_state["sections"] = [
-            (name, [(page.title, page.url_path, page.path) for page in pages])
+            (name, [(page.title, page.url_path, page.path) for page in pages
+                    if page.path != CLASS_OVERVIEW.path])
             for name, pages in sections.items()]
+        st.session_state["class_page"] = [getattr(page, "visibility", None)
+                                          for pages in sections.values() for page in pages
+                                          if page.path == CLASS_OVERVIEW.path]
         return next(iter(sections.values()))[0]
 
     def page(path, **options):
@@ -92,6 +96,7 @@ def test_navigation_lists_every_stage_in_order_in_translated_sections(each_lang)
         f"{s.number} · {catalogue(each_lang)[f'{s.id}.title']}" for s in STAGES]
     names = [name for name, _ in sections if name]
     assert names and all(name in catalogue(each_lang).values() for name in names)
+    assert at.session_state["class_page"] == ["hidden"]  # the teacher's page, not a learner's
 
 
 def _answers_on_screen(at) -> list[str]:
