@@ -16,7 +16,7 @@ from tests.app.helpers import (
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import OPEN as FOLD_OPEN
 from ui.i18n import catalogue
-from ui.stages import CLASS_OVERVIEW, STAGES
+from ui.stages import STAGES
 
 
 def test_overview_renders_in_both_languages(each_lang):
@@ -65,6 +65,7 @@ def _navigation_sections():
     import streamlit as st
 
     from ui import frame
+    from ui.stages import CLASS_OVERVIEW
 
     def capture(sections, **_):
         st.session_state["sections"] = [
