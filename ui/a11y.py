@@ -1,5 +1,5 @@
 """Accessibility that every page needs (WCAG 2.1 A/AA, checked by axe-core in
-tests/e2e/test_accessibility.py): drawn once per run by the frame (ui/frame.py).
+tests/e2e/test_every_page.py): drawn once per run by the frame (ui/frame.py).
 
 What Streamlit 1.67 draws that axe-core or a Chinese reader flagged, and what this
 module does about it:
