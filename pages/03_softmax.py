@@ -93,7 +93,9 @@ def matrix_form() -> None:
     st.markdown(t("softmax.matrix_lead"))
     gloss(TAIL4)
     run = chain.run()  # the running example's hand model, as left on stages 1.1 and 2
-    Q, K, V = run.Q, run.K, run.V  # [4, 2] each
+    Q = run.Q  # [4, 2]
+    K = run.K  # [4, 2]
+    V = run.V  # [4, 2]
     dec = places(torch.cat([Q.flatten(), K.flatten(), V.flatten()]))
     formula(r"Q = XW_q,\quad K = XW_k,\quad V = XW_v", rf"Q = {latex_matrix(Q, dec)},\quad "
             rf"K = {latex_matrix(K, dec)},\quad V = {latex_matrix(V, dec)}")

@@ -42,7 +42,8 @@ def chain_sliders(symbol: str, rows: int, cols: int) -> list[str]:
 
 def hidden_cell(run: ChainRun, i: int, j: int) -> str:
     """a_{i,j} = ReLU(H_i · column j of W₁), with the numbers written out."""
-    H, w1 = run.H, run.params.W1  # [N, d], [d, F]
+    H = run.H  # [N, d]
+    w1 = run.params.W1  # [d, F]
     return explain.formula(t("ffn.cell_hidden", w=TAIL4[i], j=j),
                            rf"{explain.cell_name('a', i, j)} = \mathrm{{ReLU}}"
                            rf"({dot_terms(H[i].tolist(), w1[:, j].tolist())}) = "
@@ -52,7 +53,8 @@ def hidden_cell(run: ChainRun, i: int, j: int) -> str:
 
 def out_cell(run: ChainRun, i: int, c: int) -> str:
     """FFN(H)_{i,c} = a_i · column c of W₂."""
-    a, w2 = run.ffn.hidden[i].tolist(), run.params.W2  # [F], [F, d]
+    a = run.ffn.hidden[i].tolist()  # [F]
+    w2 = run.params.W2  # [F, d]
     return explain.formula(t("ffn.cell_out", w=TAIL4[i], c=c),
                            rf"{explain.cell_name('f', i, c)} = "
                            rf"{dot_terms(a, w2[:, c].tolist())} = {num(run.ffn.output[i, c])}")

@@ -139,7 +139,7 @@ def before_and_after(after: Inspection, before: Inspection) -> None:
     for column, (name, insp) in zip(st.columns(2), (("before", before), ("after", after)),
                                     strict=True):
         with column:
-            st.markdown(f"**{t(f'inside.ba_{name}')}**")
+            subsection(t(f"inside.ba_{name}"))
             answering_rows(insp, name)
     names = [t("inside.head_label", b=h.block, h=h.head) for h in after.heads]
     rows = [[num(b.shares.reason), num(a.shares.reason)]
@@ -163,9 +163,11 @@ def ablation_section(found: dict[str, Inspection]) -> None:
     st.markdown(t("inside.ab_lead"))
     if len(found) < 2:
         return  # a question was refused: its message is at the top
-    q1, q2 = found["q1"].question, found["q2"].question
+    q1 = found["q1"].question
+    q2 = found["q2"].question
     rows = ablated(device, shown.key, q1, q2, shown.trained)
-    base, parts = rows[0], rows[1:]
+    base = rows[0]
+    parts = rows[1:]
     labels = [ablation_label(r.ablation) for r in parts]
     moved = [abs(r.probs[1].merchant - base.probs[1].merchant) for r in parts]
     most = max(range(len(parts)), key=moved.__getitem__)

@@ -70,7 +70,8 @@ def gradient_step() -> None:  # the right answer and the learning rate: this sec
                     help=t("training.step_lr_help", low=short(gs.LR_BOUNDS[0]),
                            high=short(gs.LR_BOUNDS[1])))
     with shown_errors():
-        step, head = gs.logit_step(target, lr), gs.head_step(target, lr)
+        step = gs.logit_step(target, lr)
+        head = gs.head_step(target, lr)
         onehot = [float(i == target) for i in range(len(PAYERS))]
         names = ("z", "p", "onehot", "grad", "new_z", "new_p")
         values = (step.logits, step.probs, onehot, step.grad, step.new_logits, step.new_probs)

@@ -43,7 +43,7 @@ SYMBOLS = {"X": "X", "Wq": "W_q", "Wk": "W_k", "Wv": "W_v", "W1": "W_1", "W2": "
 EDITED_ON = {"X": ("tokens", "qkv"), "Wq": ("qkv",), "Wk": ("qkv",), "Wv": ("qkv",),
              "W1": ("ffn",), "W2": ("ffn",), "U": ("logits",)}
 _CODEC = text_codec(MAX_TEXT)
-_RUN_VALUES = "_chain~run"  # (run number, {name: tensor}) of the values drawn this run
+_RUN_VALUES = "_chain.~run"  # (run number, {name: tensor}) of the values drawn this run
 
 
 def key(name: str) -> str:

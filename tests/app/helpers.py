@@ -94,7 +94,8 @@ def page_text(at: AppTest) -> str:
 
 
 # An HTML tag in a markdown element (a glossary word's <span lang="zh-CN">): not read.
-_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
+# Named tags only: LaTeX such as x_{<t} holds a "<" too.
+_TAG = re.compile(r"</?(?:span|abbr|b|i|em|strong|code|sub|sup|br|div|p|a)\b[^<>]*>")
 
 
 # One bad cell for a page's own boxes: that matrix_input refuses every kind (text, NaN,
