@@ -36,7 +36,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui.i18n import catalogue, current_lang, t
-from ui.stages import STAGES
+from ui.stages import CLASS_OVERVIEW, STAGES
 
 HTML_LANG = {"zh": "zh-CN", "en": "en"}
 # Streamlit's own English, as `kit.<key>` texts: the English text is Streamlit's exactly
@@ -256,7 +256,7 @@ def claim_unknown_page() -> str | None:
     asked = getattr(manager, "intended_page_name", None)
     if not asked or getattr(manager, "intended_page_script_hash", None):
         return None  # the overview, or a page chosen in the navigation (by its hash)
-    if asked.strip("/") in {stage.id for stage in STAGES}:
+    if asked.strip("/") in {stage.id for stage in (*STAGES, CLASS_OVERVIEW)}:
         return None
     manager.set_script_intent("", "")
     st.session_state[_UNKNOWN_PAGE] = asked

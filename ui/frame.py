@@ -262,7 +262,7 @@ def _presenter_bar(stage: Stage) -> _Bar:
         with st.container(key="bar_next", width="content"):
             if following is not None:
                 link_to(following, "→", icon=None)
-            else:
+            elif stage in STAGES:  # the last stage; the teacher's class page has none
                 st.markdown(t("kit.lesson_over"))
         if stage in STAGES:
             st.caption(t("kit.stage_of", k=STAGES.index(stage) + 1, n=len(STAGES)),
