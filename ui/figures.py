@@ -325,13 +325,22 @@ def _cell_picker(url_key: str, pick_key: str, cell: tuple[int, int] | None,
     """The keyboard's way to a cell's explanation: every cell by its row and column."""
     # Every label written now, in this run's language (a format_func called later, from
     # another thread, would not know the session's language).
-    labels = {(i, j): t("kit.cell_option", row=i, y=y, col=j, x=x)
-              for i, y in enumerate(y_labels) for j, x in enumerate(x_labels)}
+    labels = _cell_options(t("kit.cell_option"), tuple(map(str, x_labels)),
+                           tuple(map(str, y_labels)))
     st.session_state[pick_key] = cell  # follows a click on the figure
     st.selectbox(t("kit.cell_pick"), list(labels), format_func=labels.__getitem__, key=pick_key,
                  index=None, placeholder=t("kit.cell_pick_placeholder"),
                  label_visibility="collapsed",  # still its name for a screen reader
                  on_change=_picked, args=(url_key, pick_key), width=420)
+
+
+@functools.lru_cache(maxsize=256)
+def _cell_options(template: str, x_labels: tuple[str, ...], y_labels: tuple[str, ...]
+                  ) -> dict[tuple[int, int], str]:
+    """Every cell's name for the select box, made once per language and grid: a full run
+    would otherwise translate every cell of every map again (a 4 x 8 map: 32 lookups)."""
+    return {(i, j): template.format(row=i, y=y, col=j, x=x)
+            for i, y in enumerate(y_labels) for j, x in enumerate(x_labels)}
 
 
 def _picked(url_key: str, pick_key: str) -> None:
