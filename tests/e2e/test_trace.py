@@ -46,6 +46,12 @@ def answer_the_exercises(tab: Tab) -> None:
     idle(tab)
 
 
+def trail_in(url: str) -> list[str]:
+    """The cells of the trail a page's URL carries (forward.trace, cells joined by ~)."""
+    found = parse_qs(urlsplit(url).query).get("forward.trace", [""])[0]
+    return [cell for cell in found.split("~") if cell]
+
+
 def breadcrumb(tab: Tab):
     return tab.page.get_by_text(re.compile(r"^Logits .* ← .*"))
 
@@ -62,8 +68,12 @@ def test_a_logit_traced_back_to_its_id_and_shared(server: Server, new_tab) -> No
     for _ in range(12):  # the first input each time: 7 cells from this logit to the ID
         if tab.page.get_by_text(done).count():
             break
+        cells = len(trail_in(tab.page.url))
         main = tab.page.locator('[data-testid="stMain"]')  # the trail's inputs, nothing else
         main.get_by_role("button", name=re.compile("^←")).first.click()
+        # The run the click starts may not have begun yet: wait for its longer trail, so
+        # the next click never lands on this run's buttons as they are replaced.
+        tab.page.wait_for_url(lambda url, n=cells: len(trail_in(url)) > n)
         idle(tab)
     expect(tab.page.get_by_text(done).first).to_be_visible()
     trail = parse_qs(urlsplit(tab.page.url).query)["forward.trace"][0]
