@@ -13,9 +13,10 @@ The norm is RMSNorm (divide by the root mean square, as Llama does), not LayerNo
 only two numbers per row, LayerNorm's output is always +-[1, -1] (subtract the mean of
 two numbers and divide by their spread), so every edit before it would vanish; stage 9.1
 shows both. After the FFN's residual there is no second norm, so the logits read Y.
-There are no position rows: the causal mask is what tells the positions apart here
-(stage 7.1 adds positions). The weights are chosen for readable numbers, not trained:
-the model's "answer" is arithmetic on hand-picked numbers, not understanding.
+There are no position rows: only the causal mask makes the positions differ here (each
+reads a different prefix; the order inside a prefix stays invisible). Stage 7.1 adds them.
+The weights are chosen for readable numbers, not trained: the model's "answer" is
+arithmetic on hand-picked numbers, not understanding.
 
 Every step uses tinyformer's own functions, so the chain is checked against PyTorch
 through them (tests/unit/test_chain.py).
