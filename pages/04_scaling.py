@@ -75,7 +75,7 @@ with right:
                 t("scaling.chain_cell_scaled", i=TAIL4[i], j=TAIL4[j]),
                 explain.cell_name(TILDE_S, i, j) + rf" = \frac{{{num(run.scores[i, j])}}}"
                 rf"{{\sqrt{{{WIDTH}}}}} = {num(run.scaled[i, j])}"))
-st.markdown(t("scaling.chain_note", dk=WIDTH))
+st.markdown(t("scaling.chain_note", dk=WIDTH, inv=num(1 / math.sqrt(WIDTH))))
 
 # --- Why the variance is d_k: predict first, then derive, then measure ----------
 section(t("scaling.why_title"), folded=True)
