@@ -319,6 +319,7 @@ class Tab:
         self.page_hash = ""  # the page shown, sent with every rerun as the browser does
         self.stage: str | None = None  # the page the last whole run showed
         self.widgets: dict[str, Widget] = {}
+        self.drawers: dict[str, str] = {}  # the sidebar's drawers (ui/drawer.py): key -> id
         # The values this tab has given the page's widgets: a browser sends every
         # widget's value with every rerun (the server keeps the newest request's values
         # when it merges two requests), polls included.
@@ -421,6 +422,10 @@ class Tab:
             if widget := _widget_id(element):
                 self.widgets[widget] = Widget(element, message.delta.fragment_id,
                                               tuple(message.metadata.delta_path))
+        elif kind == "delta" and message.delta.WhichOneof("type") == "add_block":
+            block = message.delta.add_block
+            if block.WhichOneof("type") == "expandable" and block.expandable.id:
+                self.drawers[user_key(block.expandable.id)] = block.expandable.id
         elif kind == "page_info_changed":
             self.query = message.page_info_changed.query_string
         elif kind == "auto_rerun":
@@ -509,6 +514,12 @@ class Teacher(Tab):
                 self.query = "" if self.bench.args.folded else whole_page_query(first)
                 self.interact("open", "", page_name=self.bench.pages[first])
                 self.loop(lambda: self.stage == first and not self.mine())
+                # The class's drawer opened first: closed, it draws no button (ui/drawer.py)
+                box = self.drawers.get("_class_box")
+                if box is None:
+                    raise RuntimeError("no class drawer in the sidebar")
+                self.interact("drawer", "", widgets=[WidgetState(id=box, bool_value=True)])
+                self.loop(lambda: not self.mine())
                 key = self.widget("_class_start")
                 if key is None:
                     raise RuntimeError("no 'Start a class' button in the sidebar")

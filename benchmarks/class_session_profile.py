@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {func:28} {calls:4d} calls  {ms:8.1f} ms cumulative")
 
     teacher = opened(args.start)
+    teacher.session_state["_class_box"] = True  # the drawer open (ui/drawer.py)
+    teacher.run()
     teacher.button("_class_start").click().run()
     code = teacher.query_params["class"]
     follower = opened(args.start, **{"class": code})

@@ -84,6 +84,10 @@ class Tab:
                 self.query = forward.page_info_changed.query_string
             elif kind == "auto_rerun":
                 self.timers.append(forward.auto_rerun.fragment_id)
+            elif kind == "delta" and forward.delta.WhichOneof("type") == "add_block":
+                block = forward.delta.add_block  # a drawer (ui/drawer.py) is a widget too
+                if block.WhichOneof("type") == "expandable" and block.expandable.id:
+                    self.widgets[block.expandable.id.split("-", 2)[2]] = block.expandable.id
             elif kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
                 element = forward.delta.new_element
                 what = element.WhichOneof("type")
@@ -125,10 +129,14 @@ def check_class(port: int, stage: str) -> None:
     with open_stream("127.0.0.1", port, TIMEOUT) as teacher_socket:
         teacher = Tab(teacher_socket, port)
         teacher.run(page_name=pages[stage])
+        if "_class_box" not in teacher.widgets:
+            raise Check("no class drawer in the sidebar")
+        box = WidgetState(id=teacher.widgets["_class_box"], bool_value=True)
+        teacher.run(widgets=[box])  # opened: its tools are drawn only while open
         if "_class_start" not in teacher.widgets:
             raise Check("no 'Start a class' button in the sidebar")
         seconds, exceptions = teacher.run(
-            widgets=[WidgetState(id=teacher.widgets["_class_start"], trigger_value=True)],
+            widgets=[box, WidgetState(id=teacher.widgets["_class_start"], trigger_value=True)],
             fragment=teacher.fragments["_class_start"])
         code = dict(p.split("=", 1) for p in teacher.query.split("&") if "=" in p).get("class")
         if not code or exceptions:

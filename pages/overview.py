@@ -14,8 +14,8 @@ for start in range(0, len(PIPELINE), PER_ROW):
     steps = PIPELINE[start : start + PER_ROW]
     for column, (step, stage_ids) in zip(st.columns(PER_ROW), steps, strict=False):
         with column.container(border=True, height="stretch"):
-            st.markdown(f"**{t(f'home.step.{step}')}**")
-            st.caption(t(f"home.step_note.{step}"))
+            # Title and note in one element: the overview is drawn on every full run
+            st.markdown(f"**{t(f'home.step.{step}')}**\n\n:small[{t(f'home.step_note.{step}')}]")
             for page in filter(None, map(built, stage_ids)):
                 link_to(page, t("home.open", n=page.number), icon=":material/arrow_forward:")
 st.subheader(t("home.example_title"))

@@ -29,13 +29,14 @@ overview with the app's own translated note instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ui.i18n import catalogue, current_lang, t
+from ui.i18n import catalogue, t
 from ui.stages import CLASS_OVERVIEW, STAGES
 
 HTML_LANG = {"zh": "zh-CN", "en": "en"}
@@ -207,15 +208,20 @@ _JS = """<script>
 _UNKNOWN_PAGE = "_unknown_page"  # the path a link asked for that names no stage
 
 
-def page_chrome() -> None:
-    """What the frame adds to every page for screen readers and keyboards: the
-    styles, the script (the page's language, focusable wide formulas, the navigation's
-    lists, Streamlit's English translated), and the note for an unknown address."""
-    lang = current_lang()
-    st.html(_CSS)
-    script = _JS.replace("__LANG__", json.dumps(HTML_LANG.get(lang, lang))) \
+# What the frame adds to every page for screen readers and keyboards (ui/frame.py draws
+# them with its own styles and scripts, one element each): the styles, the script (the
+# page's language, focusable wide formulas, the navigation's lists, Streamlit's English
+# translated), and the note for an unknown address.
+STYLES = _CSS
+
+
+@functools.cache
+def page_script(lang: str) -> str:
+    return _JS.replace("__LANG__", json.dumps(HTML_LANG.get(lang, lang))) \
         .replace("__WORDS__", json.dumps(streamlit_words(lang), ensure_ascii=False))
-    st.html(script, unsafe_allow_javascript=True)
+
+
+def unknown_page_note() -> None:
     asked = st.session_state.pop(_UNKNOWN_PAGE, None)
     if asked is not None:
         # As code, and only plain path characters: the address is the visitor's text.
@@ -245,7 +251,7 @@ def english_pattern(text: str) -> tuple[str, list[str]]:
 
 def claim_unknown_page() -> str | None:
     """Before st.navigation: a URL path that names no stage runs the overview, with the
-    app's own translated note (page_chrome draws it), instead of Streamlit's English
+    app's own translated note (unknown_page_note draws it), instead of Streamlit's English
     "Page not found" dialog. Returns the path asked for, or None.
 
     Streamlit 1.67 resolves the page after st.navigation from what the browser asked

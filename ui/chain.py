@@ -13,6 +13,7 @@ value is also kept under a key that is no widget's, and restored from it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -114,8 +115,22 @@ def params() -> ChainParams:
 
 
 def run() -> ChainRun:
-    """The chain with the learner's values: call it after the page's own `edit` boxes."""
-    return run_chain(params())
+    """The chain with the learner's values: call it after the page's own `edit` boxes.
+    The run is shared by every session with the same values: read it, never change it."""
+    values = params()
+    return _run_of(tuple((name, _exact(getattr(values, name))) for name in DEFAULTS))
+
+
+@functools.lru_cache(maxsize=256)
+def _run_of(values: tuple[tuple[str, tuple], ...]) -> ChainRun:
+    """A page and its strip both read the chain, on every full run, mostly unchanged:
+    computed once per distinct set of values (the defaults for nearly every learner)."""
+    return run_chain(ChainParams(**{name: torch.tensor(grid, dtype=torch.float64)
+                                    for name, grid in values}))
+
+
+def _exact(tensor: torch.Tensor) -> tuple:
+    return tuple(map(tuple, tensor.tolist()))
 
 
 # --- The strip: where this stage sits in the chain (issue 16, part 2) -----------------

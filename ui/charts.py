@@ -18,7 +18,7 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import state, tables
+from ui import drawn, state, tables
 from ui.classroom import presenting
 from ui.figures import font_px, matrix_frame, png_config, readable
 from ui.fmt import num, short
@@ -101,7 +101,7 @@ def bars(
     y_axis = {"range": list(y_range) if y_range else [0, max(top, 1e-9) * 1.18]}
     layout = _layout(height, x_title, y_title, yaxis=y_axis, barmode="group",
                      showlegend=len(series) > 1, xaxis={"type": "category"})
-    _show(go.Figure(data=traces, layout=layout), key)
+    _show(drawn.figure(traces, layout), key)
 
 
 def lines(
@@ -167,7 +167,7 @@ def lines_figure(
     extra = {"shapes": shapes, "annotations": notes, "xaxis": x_axis,
              "yaxis": {"range": list(y_range)} if y_range else {},
              "showlegend": len(series) > 1}
-    return go.Figure(data=traces, layout=_layout(height, x_title, y_title, **extra))
+    return drawn.figure(traces, _layout(height, x_title, y_title, **extra))
 
 
 def vectors(
@@ -209,7 +209,7 @@ def vectors(
     axis = {"range": [-reach, reach], "zeroline": True, "zerolinecolor": "#adb5bd"}
     layout = _layout(height, x_title, y_title, annotations=notes, xaxis=axis,
                      yaxis={**axis, "scaleanchor": "x", "scaleratio": 1}, showlegend=False)
-    _show(go.Figure(data=[trace], layout=layout), key)
+    _show(drawn.figure([trace], layout), key)
 
 
 def point_clouds(
@@ -238,7 +238,7 @@ def point_clouds(
         axes[f"yaxis{axis}"] = {"range": [-reach, reach], "scaleanchor": f"x{axis}",
                                 "anchor": f"x{axis}"}
     layout = _layout(height, "", "", margin={"t": 10}, showlegend=False, **axes)
-    _show(go.Figure(data=traces, layout=layout), key)
+    _show(drawn.figure(traces, layout), key)
 
 
 def spans(
@@ -268,7 +268,7 @@ def spans(
     layout = _layout(height, x_title, "", barmode="overlay", margin={"t": 10},
                      xaxis={"range": [0, length]}, yaxis={"autorange": "reversed"},
                      showlegend=False)
-    _show(go.Figure(data=traces, layout=layout), key)
+    _show(drawn.figure(traces, layout), key)
 
 
 def boxes_and_arrows(
@@ -300,4 +300,4 @@ def boxes_and_arrows(
                      margin={"l": 0, "r": 0, "t": 10},
                      xaxis={**hidden, "range": [-0.75, lanes - 0.25]},
                      yaxis={**hidden, "range": [-n + 0.5, 0.5]})
-    _show(go.Figure(data=[], layout=layout), key)
+    _show(drawn.figure([], layout), key)

@@ -34,6 +34,7 @@ import streamlit as st
 from serving import class_store
 from serving.class_store import ClassError, ClassStore, normal_code
 from ui import classroom, handout, lesson_plan, state
+from ui.drawer import drawer, is_open
 from ui.fold import NAME as FOLD_NAME
 from ui.i18n import t
 
@@ -54,6 +55,8 @@ _TALLY = "_class_tally"  # what the teacher's tallies were drawn from
 _REVEALED = "_class_revealed"  # the exercises whose answer the teacher has shown
 _EXERCISES = "_class_exercises"  # the teacher's: (stage, name) -> (question, options, right)
 _NICK = "_class_nickname"  # a learner's nickname box
+CLASS_BOX = "_class_box"  # the sidebar's drawer (ui/drawer.py): start, join, leave
+LESSON_BOX = "_lesson_box"  # the sidebar's drawer of the lesson's builder
 OVERVIEW_ID = "class"  # the class overview page's URL path (pages/class_overview.py)
 _CODE = state.text_codec(class_store.CODE_LENGTH)
 # The lesson (ui/lesson_plan.py): the teacher's ordered steps, kept in the session
@@ -328,7 +331,10 @@ def sidebar() -> None:
 
 
 def _class_box() -> None:
-    with st.expander(t("class.box_title"), icon=":material/groups:"):
+    box = drawer(t("class.box_title"), key=CLASS_BOX, icon=":material/groups:")
+    if not is_open(box):
+        return
+    with box:
         if code() is None:
             st.button(t("class.start"), key="_class_start", on_click=start)
             typed = st.text_input(t("class.join_label"), key="_class_join", max_chars=8,
@@ -454,7 +460,10 @@ def lesson_sidebar(stage_id: str) -> None:
     from ui.stages import by_id
 
     plan = lesson()
-    with st.expander(t("class.lesson_title"), icon=":material/playlist_add:"):
+    box = drawer(t("class.lesson_title"), key=LESSON_BOX, icon=":material/playlist_add:")
+    if not is_open(box):
+        return
+    with box:
         st.button(t("class.lesson_add"), key="_lesson_add", on_click=add_to_lesson,
                   args=(stage_id,), icon=":material/add:")
         note = st.session_state.get("_lesson_note")

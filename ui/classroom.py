@@ -188,11 +188,14 @@ def set_presenting(on: bool) -> None:
     state.set_value(state.PRESENT, on, False, state.BOOL_CODEC)
 
 
-def page_chrome() -> None:
-    """Once per run: presenter styles (when on) and the keyboard handler."""
-    if presenting():
-        st.html(_PRESENTER_CSS)
-    st.html(_CLIENT_JS, unsafe_allow_javascript=True)
+def page_styles() -> str:
+    """Presenter view's styles when it is on: a part of the frame's one style element."""
+    return _PRESENTER_CSS if presenting() else ""
+
+
+def page_script() -> str:
+    """The keyboard handler (with its styles): a part of the frame's one script element."""
+    return _CLIENT_JS
 
 
 # --- Sharing -------------------------------------------------------------------------------
@@ -331,7 +334,6 @@ def files_now(stage_id: str) -> Files:
 def downloads(stage_id: str, *, folded: bool = False) -> None:
     """State as JSON, every table as CSV (a zip), and the printable handout; `folded`:
     part of the page is still closed, so they hold only the part on screen."""
-    handout.settle(handout.current())  # the whole page has drawn: see Record.resolve
     if folded:
         st.caption(t("kit.downloads_folded"))
     files = files_now(stage_id)

@@ -24,6 +24,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from ui import a11y, chain, class_session, classroom, exercise, handout, presenter, sentence, state
+from ui.drawer import drawer, is_open
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, t
@@ -46,6 +47,9 @@ _LANG_WIDGET = "_lang_switch"
 _LANG_CODEC = state.choice_codec(LANGS)
 _PRESENT_WIDGET = "_present_switch"
 _RESET = "_reset_page"
+# The sidebar's drawers (ui/drawer.py): open, they draw the share panel, the downloads.
+SHARE_BOX = "_share_box"
+DOWNLOADS_BOX = "_dl_box"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
 _CSS = """<style>
 /* No empty band above the title. */
@@ -115,10 +119,13 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
     st.session_state.pop(exercise.FIRST_ANSWER, None)
     class_session.sync(stage.id)
     _footer_nav(stage)
-    with share_box:  # filled last, so its address has every input of this run
-        classroom.share_panel()
-    with downloads_box:
-        classroom.downloads(stage.id, folded=folded)
+    if is_open(share_box):
+        with share_box:  # filled last, so its address has every input of this run
+            classroom.share_panel()
+    handout.settle(handout.current())  # the whole page has drawn: see Record.resolve
+    if is_open(downloads_box):
+        with downloads_box:
+            classroom.downloads(stage.id, folded=folded)
 
 
 @cache
@@ -143,10 +150,12 @@ def _set_up(stage: Stage) -> None:
         # "auto": open on a wide screen, closed on a phone, where it would cover the page.
         initial_sidebar_state="collapsed" if presenting else "auto",
     )
-    st.html(_CSS)
-    classroom.page_chrome()
-    presenter.page_chrome(presenting)
-    a11y.page_chrome()
+    # One element for every style and one for every script: each element is one more
+    # message on every full run of every page.
+    st.html(_CSS + a11y.STYLES + classroom.page_styles())
+    st.html(classroom.page_script() + presenter.page_script(presenting)
+            + a11y.page_script(current_lang()), unsafe_allow_javascript=True)
+    a11y.unknown_page_note()
     class_session.enter()
     state.frame_drawn()
 
@@ -183,8 +192,9 @@ def _sidebar(stage: Stage, bar: _Bar | None):
         st.caption(t("kit.share_hint"))
     if bar is not None:  # presenter view has them in its bar
         return bar.share, bar.downloads
-    return (share_box.expander(t("kit.share"), icon=":material/qr_code_2:"),
-            st.sidebar.expander(t("kit.downloads"), icon=":material/download:"))
+    return (drawer(t("kit.share"), key=SHARE_BOX, icon=":material/qr_code_2:", where=share_box),
+            drawer(t("kit.downloads"), key=DOWNLOADS_BOX, icon=":material/download:",
+                   where=st.sidebar))
 
 
 def _keys_help() -> str:

@@ -23,8 +23,6 @@ classroom's browser code: presenter view's layout and the keys ← → N B.)
 
 from __future__ import annotations
 
-import streamlit as st
-
 CONTINUE_KEY = "M"  # said in the presenter bar's help (kit.presenter_keys)
 MIN_PX = 18  # the smallest type of a number in presenter view
 
@@ -184,6 +182,7 @@ if (!window.__tinyformerPresenter) {
 </script>"""
 
 
-def page_chrome(presenting: bool) -> None:
-    """Once per run, from the frame: the browser code, and presenter view's type."""
-    st.html((_CSS if presenting else "") + _JS, unsafe_allow_javascript=True)
+def page_script(presenting: bool) -> str:
+    """The browser code, and presenter view's type: a part of the frame's one script
+    element."""
+    return (_CSS if presenting else "") + _JS

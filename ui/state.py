@@ -258,7 +258,8 @@ def set_value(key: str, value: Any, default: Any, codec: Codec) -> None:
 
 def link_params() -> dict[str, str]:
     """What every link between our pages carries: the frame's values now in the URL."""
-    return {key: url_now()[key] for key in GLOBAL_KEYS if key in url_now()}
+    now = url_now()
+    return {key: now[key] for key in GLOBAL_KEYS if key in now}
 
 
 def frame_drawn() -> None:

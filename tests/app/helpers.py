@@ -33,6 +33,10 @@ WHOLE = {"training"}  # stages short enough to open whole: no fold (ui/fold.py)
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+# The sidebar's drawers (ui/drawer.py) open: their tools are drawn only while open.
+DRAWERS = {"_share_box": True, "_dl_box": True, "_class_box": True, "_lesson_box": True}
+
+
 def open_page(page: str | None, lang: str = "en", state: Mapping | None = None,
               timeout: float = 60, params: Mapping[str, str] | None = None,
               folded: bool = False) -> AppTest:

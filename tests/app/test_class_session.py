@@ -5,13 +5,18 @@ The store is the test run's own SQLite file (tests/conftest.py)."""
 
 from __future__ import annotations
 
+from functools import partial
 from urllib.parse import parse_qs, urlparse
 
-from tests.app.helpers import open_page, page_text
+from tests.app import helpers
+from tests.app.helpers import DRAWERS, page_text
 from ui.i18n import catalogue
 from ui.stages import by_id
 
 EN = catalogue("en")
+# Every page opened with the sidebar's class and lesson drawers open, as a teacher and
+# the learners open them to start, join or build (ui/drawer.py).
+open_page = partial(helpers.open_page, state=DRAWERS)
 
 
 def _title(at) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import _walk, assert_clean, open_page, page_text
+from tests.app.helpers import DRAWERS, _walk, assert_clean, open_page, page_text
 from tests.unit.test_handout import latex_left
 from tinyformer.lessons.chain import run_chain
 from ui import classroom, handout
@@ -70,7 +70,7 @@ def test_presenter_switch_and_exit():
 
 
 def test_share_panel_encodes_the_page_with_its_inputs():
-    at = open_page(PAGE, params={"hand.kB": "2, 0"})
+    at = open_page(PAGE, params={"hand.kB": "2, 0"}, state=DRAWERS)
     at.sidebar.text_input("_share_address").input("http://192.168.1.20:8501").run()
     assert "_share_url" not in at.session_state  # nothing drawn until asked for
     at.sidebar.toggle("_share_on").set_value(True).run()
@@ -117,7 +117,7 @@ def test_handout_has_the_worked_numbers_and_the_answers_last(lang):
 def test_shown_qr_code_follows_an_edit_made_in_a_section_that_reruns_alone():
     """The softmax hand example is a section of its own (ui.page.part): with the QR code
     on show, an edit there reruns the whole page, so the code carries it."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, state=DRAWERS)
     at.sidebar.toggle("_share_on").set_value(True).run()
     at.text_input("hand.kB").input("2, 0").run()
     assert "hand.kB=2%2C+0" in at.session_state["_share_url"]
@@ -206,6 +206,8 @@ def test_downloads_link_to_the_class_address(monkeypatch):
     monkeypatch.setenv(classroom.PUBLIC_URL_ENV, "http://10.0.0.5:8501")
     at = AppTest.from_function(_frame_and_its_link, default_timeout=60)
     at.query_params["lang"] = "en"
+    for key, value in DRAWERS.items():
+        at.session_state[key] = value
     at.run()
     links = [m.value for m in at.markdown if m.value.startswith("LINK ")]
     assert links == ["LINK http://10.0.0.5:8501?lang=en"]  # AppTest has no page address
@@ -217,6 +219,8 @@ def test_downloads_link_to_the_class_address(monkeypatch):
 def test_the_qr_code_full_screen_for_the_back_of_the_room():
     at = AppTest.from_function(_frame_and_its_link, default_timeout=60)
     at.query_params["lang"] = "en"
+    for key, value in DRAWERS.items():
+        at.session_state[key] = value
     at.run()
     at.sidebar.toggle("_share_on").set_value(True).run()
     assert not at.get("dialog")
@@ -248,6 +252,8 @@ def test_a_kit_table_is_drawn_and_in_the_downloads():
     """The K/V cache page drew its table with st.table, which the downloads never saw."""
     at = AppTest.from_function(_a_table, default_timeout=60)
     at.query_params["lang"] = "en"
+    for key, value in DRAWERS.items():
+        at.session_state[key] = value
     at.run()
     assert len(at.table) == 1
     assert at.session_state["_handout"].tables() == [

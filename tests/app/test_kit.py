@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.helpers import click, page_text
+from tests.app.helpers import DRAWERS, click, page_text
 from ui.i18n import catalogue
 
 EN = catalogue("en")
@@ -408,7 +408,7 @@ def _parts():
 def test_a_part_keeps_the_url_and_the_shown_qr_code_in_step():
     """AppTest reruns the whole script for a fragment's widget, so what is checked here
     is the part's bookkeeping: its input reaches the URL, and the QR code on show."""
-    at = _run(_parts)
+    at = _run(_parts, state=DRAWERS)
     at.number_input("softmax.k").set_value(2).run()
     assert at.query_params["softmax.k"] == "2"
     at.sidebar.toggle("_share_on").set_value(True).run()
@@ -417,8 +417,30 @@ def test_a_part_keeps_the_url_and_the_shown_qr_code_in_step():
 
 
 # --- the frame's share panel and downloads -------------------------------------------------
+def test_the_sidebar_drawers_draw_their_tools_only_while_open():
+    """ui/drawer.py: closed, a drawer's content is not drawn at all (a full run of any
+    page then skips it); opened, it is; closed again, it is gone again."""
+    tools = {"_share_address", "_dl_state", "_dl_handout", "_class_start", "_lesson_add"}
+
+    def drawn(at: AppTest) -> set[str]:
+        return {w.key for kind in ("text_input", "download_button", "button")
+                for w in at.sidebar.get(kind)} & tools
+
+    at = _run(_inputs)
+    assert drawn(at) == set()
+    assert {e.label for e in at.sidebar.expander} >= {
+        EN["kit.share"], EN["kit.downloads"], EN["class.box_title"], EN["class.lesson_title"]}
+    for key in DRAWERS:
+        at.session_state[key] = True
+    at.run()
+    assert drawn(at) == tools
+    at.session_state["_dl_box"] = False
+    at.run()
+    assert drawn(at) == tools - {"_dl_state", "_dl_handout"}
+
+
 def test_share_panel_draws_on_demand_with_the_class_address():
-    at = _run(_inputs, params={"softmax.n": "5"})
+    at = _run(_inputs, params={"softmax.n": "5"}, state=DRAWERS)
     assert "_share_url" not in at.session_state
     at.sidebar.text_input("_share_address").input("http://192.168.1.20:8501/").run()
     at.sidebar.toggle("_share_on").set_value(True).run()
@@ -429,23 +451,23 @@ def test_share_panel_draws_on_demand_with_the_class_address():
 
 
 def test_a_class_address_typed_without_its_scheme_gets_http():
-    at = _run(_inputs)
+    at = _run(_inputs, state=DRAWERS)
     at.sidebar.text_input("_share_address").input("192.168.1.20:8501").run()
     at.sidebar.toggle("_share_on").set_value(True).run()
     assert at.session_state["_share_url"].startswith("http://192.168.1.20:8501?")
 
 
 def test_downloads_offer_state_and_handout_and_tables_only_when_there_are_some():
-    at = _run(_inputs)
+    at = _run(_inputs, state=DRAWERS)
     keys = {b.key for b in at.sidebar.get("download_button")}
     assert keys == {"_dl_state", "_dl_handout"}
-    at = _run(_heatmap)
+    at = _run(_heatmap, state=DRAWERS)
     keys = {b.key for b in at.sidebar.get("download_button")}
     assert keys == {"_dl_state", "_dl_tables", "_dl_handout"}
 
 
 def test_downloads_say_when_the_page_is_folded():
-    at = _run(_stepper)
+    at = _run(_stepper, state=DRAWERS)
     assert EN["kit.downloads_folded"] in [c.value for c in at.sidebar.caption]
 
 
@@ -535,7 +557,7 @@ def test_a_long_class_address_keeps_its_first_part_and_says_so():
     as ui.inputs.text does, with the same translated note."""
     from ui.classroom import MAX_ADDRESS
 
-    at = _run(_frame_only)
+    at = _run(_frame_only, state=DRAWERS)
     pasted = "http://192.168.1.20:8501/" + "x" * MAX_ADDRESS
     at.sidebar.text_input("_share_address").input(pasted).run()
     assert at.sidebar.text_input("_share_address").value == pasted[:MAX_ADDRESS]

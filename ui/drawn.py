@@ -1,0 +1,56 @@
+"""Figures that a page draws again on every full run, built once.
+
+A full run of a page (a page open, a link, Continue, the language switch) draws every
+chart again, most of them unchanged. Two costs come with each chart: Plotly validates
+the figure when it is built (milliseconds for a few traces), and st.plotly_chart calls
+the figure's `to_dict()`, a deep copy of every trace, on every call. Here a figure is
+built once per distinct specification and keeps its dict, so an unchanged chart costs
+neither again (docs/deploy.md, "full runs").
+
+    figure(traces, layout)      # a go.Figure to read or to pass to st.plotly_chart
+
+The figure returned is shared by every session that draws the same specification:
+read it, never change it (a change would not reach its kept dict anyway).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import plotly.graph_objects as go
+
+MAX_KEPT = 512  # distinct figures kept per process (a heatmap's is a few kB)
+
+
+class DrawnFigure(go.Figure):
+    """A figure whose dict is computed once: Streamlit asks for it on every draw."""
+
+    def to_dict(self) -> dict:
+        kept = self.__dict__.get("_kept_dict")
+        if kept is None:
+            kept = super().to_dict()
+            self.__dict__["_kept_dict"] = kept
+        return kept
+
+
+def figure(traces: list[dict], layout: dict) -> DrawnFigure:
+    """The figure of `traces` and `layout` (plain dicts, lists, numbers and strings),
+    built on the first call with this specification and kept."""
+    return _built(json.dumps([traces, layout], sort_keys=True, default=_plain))
+
+
+@functools.lru_cache(maxsize=MAX_KEPT)
+def _built(spec: str) -> DrawnFigure:
+    traces, layout = json.loads(spec)
+    # One constructor call: Plotly validates once. The update_* methods re-walk the
+    # property tree on every call and cost ~10x more.
+    return DrawnFigure(data=traces, layout=layout)
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy or torch number or array as JSON takes it; anything else is a bug."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"a figure's specification holds a {type(value).__name__}")
