@@ -150,9 +150,13 @@ def press_continue(page, opened: Open) -> None:
     opened.whole = page.evaluate(CONTENT)
 
 
+READ_S = [5.0]  # --read: seconds the learner reads the first part before "Continue"
+
+
 def open_once(browser, url: str, continue_rest: bool = True) -> Open:
     """One learner opening `url` in a new browser context (nothing cached); then, on a
-    page whose rest waits for the learner, pressing "Continue"."""
+    page whose rest waits for the learner, reading its first part for --read seconds
+    and pressing "Continue"."""
     context = browser.new_context(viewport=VIEWPORT, locale="en-US")
     try:
         context.add_init_script(MARKS_SCRIPT)
@@ -166,6 +170,7 @@ def open_once(browser, url: str, continue_rest: bool = True) -> Open:
         marks = page.evaluate("() => window.__openMarks")
         opened = Open(ms, marks, page.evaluate(CONTENT), received[0] / 1024)
         if continue_rest:
+            page.wait_for_timeout(READ_S[0] * 1000)
             press_continue(page, opened)
         return opened
     finally:
@@ -329,10 +334,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="starts of each kind for the first-render figures (1; 0 skips)")
     parser.add_argument("--arrive-after", type=float, default=15.0,
                         help="seconds after a start that the late learner arrives (15)")
+    parser.add_argument("--read", type=float, default=5.0,
+                        help="seconds a learner reads the first part before pressing "
+                             "Continue (5; 0: at once, as the figures before 2026-12-02)")
     parser.add_argument("--start-page", default="softmax",
                         help="stage id opened after a start (softmax, else the first stage)")
     args = parser.parse_args(argv)
     args.runs = min(max(1, args.runs), 100)
+    READ_S[0] = min(max(0.0, args.read), 60.0)
     args.start_rounds = min(max(0, args.start_rounds), 10)
     return args
 
@@ -379,8 +388,8 @@ def run_pages(browser, pages: list[tuple[str, str, str]], runs: int) -> None:
           "enforced); connected / script done: medians in ms since the navigation "
           "started; charts, formulas, elements, screens (page height / window height): "
           "the last open's; ws KiB: Streamlit's messages for the open; continue ms: the "
-          "learner then presses Continue (ui/fold.py) until the rest is drawn (median), and "
-          "what the whole page holds\n")
+          f"learner reads the first part for {READ_S[0]:g} s, then presses Continue "
+          "(ui/fold.py), until the rest is drawn (median), and what the whole page holds\n")
     report_pages(targets)
 
 

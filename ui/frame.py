@@ -23,7 +23,18 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from ui import a11y, chain, class_session, classroom, exercise, handout, presenter, sentence, state
+from ui import (
+    a11y,
+    chain,
+    chart_warmup,
+    class_session,
+    classroom,
+    exercise,
+    handout,
+    presenter,
+    sentence,
+    state,
+)
 from ui.drawer import drawer, is_open
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
@@ -154,7 +165,8 @@ def _set_up(stage: Stage) -> None:
     # message on every full run of every page.
     st.html(_CSS + a11y.STYLES + classroom.page_styles())
     st.html(classroom.page_script() + presenter.page_script(presenting)
-            + a11y.page_script(current_lang()), unsafe_allow_javascript=True)
+            + a11y.page_script(current_lang()) + chart_warmup.script(),
+            unsafe_allow_javascript=True)
     a11y.unknown_page_note()
     class_session.enter()
     state.frame_drawn()
