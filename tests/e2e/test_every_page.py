@@ -49,6 +49,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ui.i18n import catalogue
 from ui.stages import HOME, Stage, all_pages
@@ -156,7 +157,11 @@ def assert_clean(tab: Tab, stage: Stage, lang: str) -> None:
 
 def check_phone(tab: Tab, stage: Stage) -> None:
     """The page as drawn in a 390 px window: sidebar closed, nothing scrolls sideways."""
-    assert tab.page.evaluate(SIDEBAR_CLOSED), stage.id
+    # Closing slides the sidebar out (a CSS transition): wait for it, not for a frame.
+    try:
+        tab.page.wait_for_function(SIDEBAR_CLOSED, timeout=5_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{stage.id}: the sidebar is still open at 390 px") from None
     scroll, client = tab.page.evaluate(SIDEWAYS)
     assert scroll <= client, f"wider than the phone: scrollWidth {scroll}, clientWidth {client}"
     screenshot(tab.page, SCREENSHOTS / f"phone_{url_name(stage) or 'home'}.png")
