@@ -23,6 +23,7 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
+from serving import fast_runtime
 from ui import (
     a11y,
     chain,
@@ -78,6 +79,7 @@ def navigation() -> StreamlitPage:
     """Every stage as a Streamlit page, grouped as the lesson is, titled in the session's
     language; returns the page this run draws. The URL paths are the stage ids."""
     _one_torch_thread()
+    fast_runtime.install()  # Streamlit's per-element costs, once per process
     resolve_lang()
     a11y.claim_unknown_page()  # an unknown path: the overview with our note, not Streamlit's
     sections = {
