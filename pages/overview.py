@@ -2,22 +2,16 @@
 
 import streamlit as st
 
-from ui import sentence
+from ui import link_cards, sentence, state
 from ui.i18n import t
-from ui.page import link_to
 from ui.stages import PIPELINE, built
 
-PER_ROW = 5
-
 st.subheader(t("home.pipeline_title"))
-for start in range(0, len(PIPELINE), PER_ROW):
-    steps = PIPELINE[start : start + PER_ROW]
-    for column, (step, stage_ids) in zip(st.columns(PER_ROW), steps, strict=False):
-        with column.container(border=True, height="stretch"):
-            # Title and note in one element: the overview is drawn on every full run
-            st.markdown(f"**{t(f'home.step.{step}')}**\n\n:small[{t(f'home.step_note.{step}')}]")
-            for page in filter(None, map(built, stage_ids)):
-                link_to(page, t("home.open", n=page.number), icon=":material/arrow_forward:")
+# One element for all 15 cards and 25 links: the overview is drawn on every full run.
+link_cards.draw([link_cards.Card(
+    t(f"home.step.{step}"), t(f"home.step_note.{step}"),
+    tuple((page, t("home.open", n=page.number)) for page in filter(None, map(built, ids))))
+    for step, ids in PIPELINE], state.link_params(), t("home.pipeline_title"))
 st.subheader(t("home.example_title"))
 st.markdown(t("home.example"))
 st.markdown(t("home.sentence_lead"))

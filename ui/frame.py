@@ -32,6 +32,7 @@ from ui import (
     classroom,
     exercise,
     handout,
+    link_cards,
     presenter,
     sentence,
     state,
@@ -39,7 +40,7 @@ from ui import (
 from ui.drawer import drawer, is_open
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
-from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, t
+from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, set_lang, t
 from ui.inputs import choice
 from ui.page import DEVICE, link_to, st_page, stage_label
 from ui.stages import (
@@ -97,7 +98,7 @@ def resolve_lang() -> str:
     kept = st.session_state.get(state.LANG)
     lang = asked if asked in LANGS else kept if kept in LANGS else \
         lang_from_locale(st.context.locale)
-    state.set_value(state.LANG, lang, None, _LANG_CODEC)
+    _set_language(lang)
     # Sent on every whole run, even unchanged: the browser's address then holds every
     # value, also those written in a section's rerun that a whole run replaced.
     st.query_params[state.LANG] = lang
@@ -167,7 +168,7 @@ def _set_up(stage: Stage) -> None:
     # message on every full run of every page.
     st.html(_CSS + a11y.STYLES + classroom.page_styles())
     st.html(classroom.page_script() + presenter.page_script(presenting)
-            + a11y.page_script(current_lang()) + chart_warmup.script(),
+            + a11y.page_script(current_lang()) + chart_warmup.script() + link_cards.SCRIPT,
             unsafe_allow_javascript=True)
     a11y.unknown_page_note()
     class_session.enter()
@@ -182,7 +183,12 @@ def _language_switch() -> None:
 
 
 def _switch_language() -> None:
-    state.set_value(state.LANG, st.session_state[_LANG_WIDGET], None, _LANG_CODEC)
+    _set_language(st.session_state[_LANG_WIDGET])
+
+
+def _set_language(lang: str) -> None:
+    set_lang(lang)  # the session's, and kept where every text of this run reads it
+    state.write_url(state.LANG, lang, None, _LANG_CODEC)
 
 
 def _switch_presenter() -> None:

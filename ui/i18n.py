@@ -55,13 +55,30 @@ def lang_from_locale(locale: str | None) -> str:
     return DEFAULT_LANG
 
 
+# The language is asked for about 120-250 times a run (every text); each look-up in
+# session state takes Streamlit's lock and its checks. `set_lang` also keeps the value on
+# the session's run context, which belongs to this one session, and `current_lang`
+# reads it from there.
+_ON_CONTEXT = "_tinyformer_lang"
+
+
 def current_lang() -> str:
     """The session's language (the frame resolves it at the start of every run).
     Outside a script run there is no session: the default language. (The kit draws
     every option label during the run, so nothing translates from another thread.)"""
-    if get_script_run_ctx(suppress_warning=True) is None:
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
         return DEFAULT_LANG
-    return st.session_state.get(LANG_PARAM, DEFAULT_LANG)
+    kept = ctx.__dict__.get(_ON_CONTEXT)
+    return kept if kept is not None else st.session_state.get(LANG_PARAM, DEFAULT_LANG)
+
+
+def set_lang(lang: str) -> None:
+    """Make `lang` the session's language (the frame's only way to change it)."""
+    st.session_state[LANG_PARAM] = lang
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None:
+        setattr(ctx, _ON_CONTEXT, lang)
 
 
 def t(key: str, **values: object) -> str:

@@ -1,5 +1,6 @@
 """The overview page, the language rules and the navigation."""
 
+import html
 import re
 
 from streamlit.testing.v1 import AppTest
@@ -199,3 +200,37 @@ def test_device_name_never_asks_for_a_missing_gpu():
 
     at = AppTest.from_function(script, default_timeout=60).run()
     assert at.markdown[0].value == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _language_script() -> None:
+    import streamlit as st
+
+    from ui.i18n import set_lang, t
+
+    if "lang" not in st.session_state:  # as the frame: the language, once resolved, stays
+        set_lang(st.session_state.get("asked", "zh"))
+    st.button("switch", key="switch", on_click=set_lang, args=("en",))
+    st.markdown(t("home.title"))  # drawn after the callback: in the language it set
+
+
+def test_each_session_reads_its_own_language_and_a_switch_applies_at_once():
+    chinese, english = AppTest.from_function(_language_script), \
+        AppTest.from_function(_language_script)
+    english.session_state["asked"] = "en"
+    for _ in range(2):  # interleaved runs of two sessions
+        chinese.run()
+        english.run()
+        assert chinese.markdown[0].value == "总览" and english.markdown[0].value == "Overview"
+    chinese.button("switch").click().run()
+    assert chinese.markdown[0].value == "Overview"
+
+
+def test_the_overview_links_every_stage_with_the_frames_values_in_one_element():
+    at = open_page(None, "en", params={"present": "true"})
+    (cards,) = [h.proto.body for h in at.main.get("html") if "tf-cards" in h.proto.body]
+    links = [(html.unescape(href), label) for href, label in
+             re.findall(r'<a data-tf-page href="([^"]+)">.*?</span>([^<]+)</a>', cards)]
+    assert [href.split("?")[0] for href, _ in links] == [f"/{s.id}" for s in STAGES]
+    assert {href.split("?")[1] for href, _ in links} == {"lang=en&present=true"}
+    assert [label for _, label in links] == [f"Stage {s.number}" for s in STAGES]
+    assert "Softmax and weighted sum" in cards and "Scores become weights" in cards

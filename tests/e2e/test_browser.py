@@ -222,6 +222,25 @@ def test_language_switch(server: Server, new_tab) -> None:
 
 
 
+# --- the overview's cards: one element of plain links (ui/link_cards.py) -------------
+def test_an_overview_card_opens_its_stage_in_the_same_session(server: Server, new_tab) -> None:
+    """A plain click changes the page as st.page_link does: no reload (a value kept on
+    the window survives), the frame's values in the address, the new page at its top."""
+    stage = _softmax()
+    tab = open_ready(server, new_tab, PAGES[0], "en")
+    tab.page.evaluate("window.__sameDocument = true")
+    link = tab.page.locator(f'.tf-cards a[href^="/{stage.id}?"]')
+    expect(link).to_have_attribute("href", f"/{stage.id}?lang=en")
+    link.click()
+    wait_ready(tab, title(stage, "en"))
+    tab.page.wait_for_url(re.compile(rf"/{stage.id}\?lang=en(&|$)"))
+    assert tab.page.evaluate("window.__sameDocument") is True
+    assert tab.page.evaluate(f"document.querySelector('{MAIN}').scrollTop") == 0
+    tab.page.go_back()  # the browser's history has the overview
+    wait_ready(tab, title(PAGES[0], "en"))
+    assert tab.console_errors() == [], tab.console_errors()
+
+
 # --- presenter view at a projector's 1280 x 720, from the keyboard alone ------------
 PROJECTOR = {"width": 1280, "height": 720}
 # Below presenter view's bar, which itself is at the top of the screen, and above the
