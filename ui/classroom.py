@@ -68,8 +68,10 @@ if (!window.__tinyformerKeys) {
       el.click(); event.preventDefault(); return true;
     };
     const presenting = !!document.querySelector(".st-key-presenter_bar");
-    if (presenting && event.key === "ArrowRight") press(".st-key-bar_next a, .st-key-nav_next a");
-    if (presenting && event.key === "ArrowLeft") press(".st-key-bar_prev a, .st-key-nav_prev a");
+    const next = '.st-key-bar_next a, .tf-page-nav a[rel="next"]';
+    const previous = '.st-key-bar_prev a, .tf-page-nav a[rel="prev"]';
+    if (presenting && event.key === "ArrowRight") press(next);
+    if (presenting && event.key === "ArrowLeft") press(previous);
     // N also starts a walk that has not begun (its "Step by step" button).
     if (event.key === "n" || event.key === "N") {
       press('[class*="-step-next"] button') || press('[class*="-step-start"] button');

@@ -32,7 +32,7 @@ from ui import (
     classroom,
     exercise,
     handout,
-    link_cards,
+    html_links,
     presenter,
     sentence,
     state,
@@ -166,9 +166,9 @@ def _set_up(stage: Stage) -> None:
     )
     # One element for every style and one for every script: each element is one more
     # message on every full run of every page.
-    st.html(_CSS + a11y.STYLES + classroom.page_styles())
+    st.html(_CSS + a11y.STYLES + classroom.page_styles() + html_links.STYLES)
     st.html(classroom.page_script() + presenter.page_script(presenting)
-            + a11y.page_script(current_lang()) + chart_warmup.script() + link_cards.SCRIPT,
+            + a11y.page_script(current_lang()) + chart_warmup.script() + html_links.SCRIPT,
             unsafe_allow_javascript=True)
     a11y.unknown_page_note()
     class_session.enter()
@@ -204,7 +204,8 @@ def _sidebar(stage: Stage, bar: _Bar | None):
                   help=_keys_help())
         if bar is None:
             _reset_button(stage)
-        sentence.box()  # the teacher's own sentence, the example of every stage
+        if stage != HOME:  # the overview has the box on the page, beside what it does
+            sentence.box()  # the teacher's own sentence, the example of every stage
         if stage.uses_device:  # only pages that run a model read it
             _device_choice()
         class_session.sidebar()
@@ -312,16 +313,12 @@ def _presenter_bar(stage: Stage) -> _Bar:
 
 
 def _footer_nav(stage: Stage) -> None:
-    """Previous / next links in curriculum order."""
+    """Previous / next links in curriculum order: one element (ui/html_links.py)."""
     previous, following = neighbours(stage.id)
-    st.divider()
-    left, right = st.columns(2)
-    if previous is not None:
-        with left.container(key="nav_prev"):
-            link_to(previous, f"← {stage_label(previous)}")
-    if following is not None:
-        with right.container(key="nav_next"):
-            link_to(following, f"{stage_label(following)} →")
+    html_links.page_nav(
+        (previous, f"← {stage_label(previous)}") if previous is not None else None,
+        (following, f"{stage_label(following)} →") if following is not None else None,
+        state.link_params(), t("kit.page_nav"))
 
 
 __all__ = ["all_pages", "around", "navigation"]

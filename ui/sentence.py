@@ -66,8 +66,8 @@ def is_default() -> bool:
 
 def box(where: str = "sidebar") -> str:
     """The sentence's box with its "running example" button; returns the sentence.
-    The frame draws it in the sidebar on every page; the overview draws one more
-    (where="home") on the page: both show and change the same value."""
+    The frame draws it in the sidebar of every stage; the overview draws it on the page
+    instead (where="home"): each shows and changes the same value."""
     value = state.initial(KEY, DEFAULT, CODEC, t("kit.sentence.label"))
     widget = f"{_WIDGET}{where}"
     st.session_state[widget] = value

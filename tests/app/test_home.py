@@ -227,10 +227,26 @@ def test_each_session_reads_its_own_language_and_a_switch_applies_at_once():
 
 def test_the_overview_links_every_stage_with_the_frames_values_in_one_element():
     at = open_page(None, "en", params={"present": "true"})
-    (cards,) = [h.proto.body for h in at.main.get("html") if "tf-cards" in h.proto.body]
+    (cards,) = [h.proto.body for h in at.main.get("html") if h.proto.body.startswith("<ol")]
     links = [(html.unescape(href), label) for href, label in
              re.findall(r'<a data-tf-page href="([^"]+)">.*?</span>([^<]+)</a>', cards)]
     assert [href.split("?")[0] for href, _ in links] == [f"/{s.id}" for s in STAGES]
     assert {href.split("?")[1] for href, _ in links} == {"lang=en&present=true"}
     assert [label for _, label in links] == [f"Stage {s.number}" for s in STAGES]
     assert "Softmax and weighted sum" in cards and "Scores become weights" in cards
+
+
+def test_every_page_ends_with_its_neighbours_in_lesson_order():
+    from ui.stages import neighbours
+
+    stage = STAGES[3]
+    at = open_page(stage.path, "zh")
+    (nav,) = [h.proto.body for h in at.main.get("html") if h.proto.body.startswith("<nav")]
+    before, after = neighbours(stage.id)
+    found = re.findall(r'<a data-tf-page rel="(prev|next)" href="([^"?]+)\?lang=zh">([^<]+)</a>',
+                       nav)
+    assert found == [("prev", f"/{before.id}", f"← {before.number} · "
+                      + catalogue("zh")[f"{before.id}.title"]),
+                     ("next", f"/{after.id}", f"{after.number} · "
+                      + catalogue("zh")[f"{after.id}.title"] + " →")]
+    assert 'aria-label="上一阶段与下一阶段"' in nav

@@ -222,7 +222,7 @@ def test_language_switch(server: Server, new_tab) -> None:
 
 
 
-# --- the overview's cards: one element of plain links (ui/link_cards.py) -------------
+# --- the overview's cards: one element of plain links (ui/html_links.py) -------------
 def test_an_overview_card_opens_its_stage_in_the_same_session(server: Server, new_tab) -> None:
     """A plain click changes the page as st.page_link does: no reload (a value kept on
     the window survives), the frame's values in the address, the new page at its top."""

@@ -54,7 +54,7 @@ def test_a_teacher_leads_three_learners_who_follow_answer_and_see_the_answer(
     for tab in learners:
         expect(tab.page.get_by_text(shown).first).to_be_visible(timeout=FOLLOW_MS)
 
-    teacher.page.locator(".st-key-nav_next a").click()  # the teacher moves on
+    teacher.page.locator('.tf-page-nav a[rel="next"]').click()  # the teacher moves on
     wait_ready(teacher, title(scaling, "en"))
     for tab in learners:
         expect(tab.page.locator("h1").get_by_text(title(scaling, "en"))).to_be_visible(

@@ -1,14 +1,16 @@
-"""Cards of links to our stages, drawn as one HTML element instead of one Streamlit
-element per card, title and link.
+"""Links between our stages drawn as one HTML element each time, instead of one
+Streamlit element per link, card and column: the overview's cards, and the previous /
+next links under every page.
 
 The overview drew 15 cards with 25 page links: about 80 elements, half of every full run
-of that page (docs/deploy.md, "The overview in one element"). Here they are one element.
-Its links are plain anchors with the address `st.page_link` would give (the page's path
-and the frame's values); the frame's script (`SCRIPT`) turns a plain click on one into
-Streamlit's own page change: it writes the address into the browser's history and tells
-Streamlit the address changed, as the browser's back button does. So the session, the
-socket and the page's state stay, as with `st.page_link`. A click with a modifier key
-(new tab, new window) and a browser without the script follow the address itself.
+of that page; every page's footer drew 6 for its two links (docs/deploy.md, "Links as
+one element"). Here each is one element. Their links are plain anchors with the address
+`st.page_link` would give (the page's path and the frame's values). The frame's script
+(`SCRIPT`) turns a plain click on one into Streamlit's own page change: it writes the
+address into the browser's history and tells Streamlit the address changed, as the
+browser's back button does. So the session, the socket and the page's state stay, as
+with `st.page_link`. A click with a modifier key (new tab, new window) and a browser
+without the script follow the address itself.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ SCRIPT = """<script>
 })();
 </script>""".replace("__ATTR__", ATTRIBUTE)
 
-_CSS = """<style>
+STYLES = """<style>  /* in the frame's one style element (ui/frame.py) */
 /* At most five cards a row (three rows of five on a laptop), fewer where each would be
    narrower than 9rem (two on a phone). */
 ol.tf-cards.tf-cards { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.75rem;
@@ -59,6 +61,13 @@ ol.tf-cards.tf-cards { list-style: none; margin: 0; padding: 0; display: grid; g
 .tf-cards a:hover { background: rgba(151, 166, 195, 0.25); }
 .tf-cards a:focus-visible { outline: 2px solid #3b5bdb; outline-offset: 1px; }
 .tf-cards a span { margin-right: 0.35rem; }
+.tf-page-nav { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; justify-content: space-between;
+  border-top: 1px solid rgba(49, 51, 63, 0.2); margin-top: 1rem; padding-top: 1rem; }
+.tf-page-nav a { padding: 0.25rem 0.5rem; border-radius: 0.5rem; color: inherit;
+  text-decoration: none; }
+.tf-page-nav a[rel="next"] { margin-left: auto; text-align: right; }
+.tf-page-nav a:hover { background: rgba(151, 166, 195, 0.25); }
+.tf-page-nav a:focus-visible { outline: 2px solid #3b5bdb; outline-offset: 1px; }
 </style>"""
 
 
@@ -80,6 +89,27 @@ def _cached_html(cards: tuple[Card, ...], params: tuple[tuple[str, str], ...],
     return cards_html(cards, dict(params), label)
 
 
+def page_nav(previous: tuple[Stage, str] | None, following: tuple[Stage, str] | None,
+             params: Mapping[str, str], label: str) -> None:
+    """The previous and next stages' links, `(stage, label)` each, under a rule."""
+    st.html(_nav_html(previous, following, tuple(params.items()), label))
+
+
+@lru_cache(maxsize=256)
+def _nav_html(previous: tuple[Stage, str] | None, following: tuple[Stage, str] | None,
+              params: tuple[tuple[str, str], ...], label: str) -> str:
+    links = "".join(_anchor(stage, text, dict(params), rel)
+                    for rel, end in (("prev", previous), ("next", following))
+                    if end is not None for stage, text in (end,))
+    return f'<nav class="tf-page-nav" aria-label="{html.escape(label)}">{links}</nav>'
+
+
+def _anchor(stage: Stage, text: str, params: Mapping[str, str], rel: str = "") -> str:
+    relation = f' rel="{rel}"' if rel else ""
+    return (f'<a {ATTRIBUTE}{relation} href="{html.escape(href(stage, params))}">'
+            f"{html.escape(text)}</a>")
+
+
 def href(stage: Stage, params: Mapping[str, str]) -> str:
     """The stage's address from the app's root, with the frame's values."""
     base = str(st.get_option("server.baseUrlPath") or "").strip("/")
@@ -99,8 +129,8 @@ def cards_html(cards: Sequence[Card], params: Mapping[str, str], label: str) -> 
         items.append(f'<li><p class="tf-card-title">{html.escape(card.title)}</p>'
                      f'<p class="tf-card-note">{html.escape(card.note)}</p>'
                      f"<ul>{links}</ul></li>")
-    return (f'{_CSS}<ol class="tf-cards" aria-label="{html.escape(label)}">'
+    return (f'<ol class="tf-cards" aria-label="{html.escape(label)}">'
             f'{"".join(items)}</ol>')
 
 
-__all__ = ["ATTRIBUTE", "SCRIPT", "Card", "cards_html", "draw", "href"]
+__all__ = ["ATTRIBUTE", "SCRIPT", "STYLES", "Card", "cards_html", "draw", "href", "page_nav"]
