@@ -45,14 +45,17 @@ _PRESENTER_CSS = """<style>
 # Keys typed into an input, or pressed on a focused slider, are left alone.
 # On a narrow screen (a phone): numbers that no longer fit their heatmap cell get a
 # smaller font, down to the figure's cell_min_px (11 px; 18 in presenter view); a single
-# row's numbers turn upright in its tall cells; else they are left out and the note under
-# the chart (ui/figures.py, hidden until then) says how to read them. A formula wider than
-# its column is scaled down to fit (it scrolls beyond 60 %).
+# row's numbers turn upright in its tall cells; else they are left out and a note under
+# the chart (its text in the figure's meta, ui/figures.py) says how to read them. A
+# formula wider than its column is scaled down to fit (it scrolls beyond 60 %).
 _CLIENT_JS = """<style>
-/* The note and its wrapper (else the wrapper's empty row adds a gap under the chart). */
-[class*="-cells_note"]:not([data-cells-hidden]),
-[data-testid="stLayoutWrapper"]:has(> [class*="-cells_note"]:not([data-cells-hidden])) {
-  display: none !important; }
+/* A heatmap's note, written under it by fitHeatmap once its numbers are left out: the
+   text is the figure's (layout.meta.cells_note), so no element waits on every run. */
+[data-cells-note] { flex: 0 0 auto !important; height: auto !important;
+  position: relative; padding-bottom: 3.2em; overflow: visible !important; }
+[data-cells-note]::after { content: attr(data-cells-note); position: absolute; left: 0;
+  right: 0; bottom: 0; font-size: 0.875rem; line-height: 1.6;
+  color: rgba(49, 51, 63, 0.6); }
 </style><script>
 if (!window.__tinyformerKeys) {
   window.__tinyformerKeys = true;
@@ -113,11 +116,10 @@ if (!window.__tinyformerKeys) {
       }
     }
     const holder = chart.closest('[class*="st-key-"]');
-    const key = holder && [...holder.classList].find((c) => c.startsWith("st-key-")
-                                                            && c.endsWith("-chart"));
-    const note = key && document.querySelector("." + key.replace(/-chart$/, "-cells_note"));
-    if (note && note.hasAttribute("data-cells-hidden") !== hidden) {
-      note.toggleAttribute("data-cells-hidden", hidden);
+    const note = hidden ? meta.cells_note || "" : "";
+    if (holder && (holder.getAttribute("data-cells-note") || "") !== note) {
+      if (note) holder.setAttribute("data-cells-note", note);
+      else holder.removeAttribute("data-cells-note");
     }
   };
   const fitFormula = (box) => {

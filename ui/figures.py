@@ -38,7 +38,6 @@ MAX_CELL_TEXT = 144  # up to 12 x 12 the values are written in the cells
 # (ui/classroom.py's fitHeatmap). Presenter view's smallest is presenter.MIN_PX (18).
 MIN_CELL_PX = 11
 _BLOCKED_COLOUR = "#e9ecef"
-CELLS_NOTE = "cells_note"  # the note's key part: the browser finds it by the chart's key
 CLICK_OPACITY = 0  # invisible, and Plotly still reports a click on it (checked in Chromium)
 # The colour scales the pages use, checked for contrast and colour-blind readers
 # (tests/unit/test_colour_access.py): ColorBrewer's single-hue sequential scales, its
@@ -144,8 +143,10 @@ def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, 
         "shapes": [] if selected is None else [_outline(*selected)],
         # Read by the browser's fitHeatmap (ui/classroom.py): the grid, and the smallest
         # size a cell's number may shrink to before the numbers are left out.
+        # cells_note: the note written under the chart when its numbers are left out.
         "meta": {"rows": n_rows, "cols": n_cols,
-                 "cell_min_px": MIN_PX if presenting() else MIN_CELL_PX},
+                 "cell_min_px": MIN_PX if presenting() else MIN_CELL_PX,
+                 "cells_note": t("kit.cells_hidden")},
     }
     # Kept with its dict: st.plotly_chart asks for that on every draw (ui/drawn.py).
     return drawn.DrawnFigure(data=[heat, *layers, clicks], layout=layout)
@@ -274,11 +275,6 @@ def heatmap(
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)
     st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
                     config=png_config(key), width="stretch")
-    if writes_numbers(n_rows, n_cols):
-        # Hidden until the browser leaves the numbers out of cells too narrow for them
-        # (a phone; presenter view's larger type): then it says where they still are.
-        with st.container(key=state.private(key, CELLS_NOTE)):
-            st.caption(t("kit.cells_hidden"))
     if explain is not None:
         if cell is None:
             st.caption(t("kit.click_cell"))

@@ -241,6 +241,29 @@ def test_an_overview_card_opens_its_stage_in_the_same_session(server: Server, ne
     assert tab.console_errors() == [], tab.console_errors()
 
 
+# --- a heatmap too narrow for its numbers says so (ui/classroom.py, fitHeatmap) ----
+HEATMAP_NUMBERS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .map((chart) => {
+    const labels = [...chart.querySelectorAll('.heatmap-label text')];
+    const hidden = labels.length > 0 && labels.every((label) => label.style.display === 'none');
+    const holder = chart.closest('[data-cells-note]');
+    return [hidden, holder && holder.getAttribute('data-cells-note')];
+  })"""
+
+
+def test_a_heatmap_that_leaves_its_numbers_out_on_a_phone_says_how_to_read_them(
+        server: Server, new_tab) -> None:
+    stage = next(s for s in STAGES if s.id == "tokens")  # 4 rows x 8 columns in the rest
+    tab = new_tab()
+    tab.page.set_viewport_size({"width": 390, "height": 844})
+    tab.page.goto(f"{page_url(server, stage, 'en')}&tokens.more=true")
+    wait_ready(tab, title(stage, "en"))
+    charts = tab.page.evaluate(HEATMAP_NUMBERS)
+    assert any(hidden for hidden, _ in charts), charts  # the phone is narrow enough
+    for hidden, note in charts:
+        assert note == (catalogue("en")["kit.cells_hidden"] if hidden else None)
+
+
 # --- presenter view at a projector's 1280 x 720, from the keyboard alone ------------
 PROJECTOR = {"width": 1280, "height": 720}
 # Below presenter view's bar, which itself is at the top of the screen, and above the
