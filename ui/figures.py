@@ -276,8 +276,6 @@ def heatmap(
     st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
                     config=png_config(key), width="stretch")
     if explain is not None:
-        if cell is None:
-            st.caption(t("kit.click_cell"))
         _cell_picker(url_key, state.private(key, "pick"), cell, x_labels, y_labels)
         if cell is not None:
             st.markdown(explain(*cell))
@@ -325,7 +323,7 @@ def _cell_picker(url_key: str, pick_key: str, cell: tuple[int, int] | None,
     st.session_state[pick_key] = cell  # follows a click on the figure
     st.selectbox(t("kit.cell_pick"), list(labels), format_func=labels.__getitem__, key=pick_key,
                  index=None, placeholder=t("kit.cell_pick_placeholder"),
-                 label_visibility="collapsed",  # still its name for a screen reader
+                 # Its label is the hint to click a cell: one element, not two.
                  on_change=_picked, args=(url_key, pick_key), width=420)
 
 
