@@ -36,7 +36,7 @@ KIT_KEYS = {"_stage", "_entered", "_run", "_url_now", "lang", "_lang_switch", "d
             "present", "_present_switch", "_present_exit", "_handout", "_share_url",
             "_share_address", "_share_on", "_bar_share", "_dl_state", "_dl_tables",
             "_dl_handout", "_reset_page", "_share_box", "_dl_box", "_class_box",
-            "_lesson_box"}
+            "_lesson_box", "_sentence~boxsidebar"}  # that box: every stage but the overview
 
 
 def _run_clean(at: AppTest, where: str) -> None:

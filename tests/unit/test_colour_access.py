@@ -30,6 +30,7 @@ from ui.figures import (
     scale_colour,
     text_colour,
 )
+from ui.i18n import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHADO = {
@@ -174,7 +175,8 @@ def test_cell_numbers_start_readable_and_tell_the_browser_their_floor():
     from ui.figures import MIN_CELL_PX
 
     fig = heatmap_figure([[0.25] * 15], [str(j) for j in range(15)], ["q"])
-    assert fig.layout.meta == {"rows": 1, "cols": 15, "cell_min_px": MIN_CELL_PX}
+    assert fig.layout.meta == {"rows": 1, "cols": 15, "cell_min_px": MIN_CELL_PX,
+                               "cells_note": catalogue("zh")["kit.cells_hidden"]}
     assert MIN_CELL_PX >= 11
     assert min(fig.data[1].textfont.size, fig.data[2].textfont.size) >= MIN_CELL_PX
 
