@@ -82,7 +82,7 @@ def heatmap_figure(
         decimals, colours, zmin, zmax, x_title, y_title, height, selected, presenting())
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~190 KiB each: see ui/drawn.py
 def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, x_title,
                     y_title, height, selected, presenting_now: bool) -> go.Figure:
     # presenting_now: the view the sizes below read (font_px, _cell_font), in the key
