@@ -79,13 +79,16 @@ def heatmap_figure(
     colours = colorscale if isinstance(colorscale, str) else tuple(map(tuple, colorscale))
     return _heatmap_figure(
         tuple(map(tuple, _rows(matrix))), tuple(map(str, x_labels)), tuple(map(str, y_labels)),
-        decimals, colours, zmin, zmax, x_title, y_title, height, selected, presenting())
+        decimals, colours, zmin, zmax, x_title, y_title, height, selected, presenting(),
+        t("kit.cells_hidden"))
 
 
 @functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~190 KiB each: see ui/drawn.py
 def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, x_title,
-                    y_title, height, selected, presenting_now: bool) -> go.Figure:
-    # presenting_now: the view the sizes below read (font_px, _cell_font), in the key
+                    y_title, height, selected, presenting_now: bool,
+                    cells_note: str) -> go.Figure:
+    # presenting_now: the view the sizes below read (font_px, _cell_font), in the key;
+    # cells_note: the session's language's, in the key (a cached figure is shared)
     if not isinstance(colorscale, str):
         colorscale = [list(stop) for stop in colorscale]
     n_rows, n_cols = len(rows), len(rows[0])
@@ -146,7 +149,7 @@ def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, 
         # cells_note: the note written under the chart when its numbers are left out.
         "meta": {"rows": n_rows, "cols": n_cols,
                  "cell_min_px": MIN_PX if presenting() else MIN_CELL_PX,
-                 "cells_note": t("kit.cells_hidden")},
+                 "cells_note": cells_note},
     }
     # Kept with its dict: st.plotly_chart asks for that on every draw (ui/drawn.py).
     return drawn.DrawnFigure(data=[heat, *layers, clicks], layout=layout)

@@ -217,6 +217,16 @@ def test_a_heatmap_click_is_explained_and_kept_in_the_url():
     assert at.query_params["softmax.map"] == "1,0"
 
 
+def test_a_heatmap_shared_between_sessions_keeps_each_sessions_language():
+    """The figure is kept per process and shared; its note is in the session's language."""
+    def note(at: AppTest) -> str:
+        (chart,) = at.main.get("plotly_chart")
+        return json.loads(chart.proto.spec)["layout"]["meta"]["cells_note"]
+
+    assert note(_run(_heatmap, lang="en")) == EN["kit.cells_hidden"]
+    assert note(_run(_heatmap, lang="zh")) == catalogue("zh")["kit.cells_hidden"]
+
+
 def _blank_cell():
     from ui.figures import heatmap
     from ui.frame import around
