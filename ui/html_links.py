@@ -3,7 +3,7 @@ Streamlit element per link, card and column: the overview's cards, and the previ
 next links under every page.
 
 The overview drew 15 cards with 25 page links: about 80 elements, half of every full run
-of that page; every page's footer drew 6 for its two links (docs/deploy.md, "Links as
+of that page; every page's footer drew up to 8 for its two links (docs/deploy.md, "Links as
 one element"). Here each is one element. Their links are plain anchors with the address
 `st.page_link` would give (the page's path and the frame's values). The frame's script
 (`SCRIPT`) turns a plain click on one into Streamlit's own page change: it writes the
@@ -98,16 +98,19 @@ def page_nav(previous: tuple[Stage, str] | None, following: tuple[Stage, str] | 
 @lru_cache(maxsize=256)
 def _nav_html(previous: tuple[Stage, str] | None, following: tuple[Stage, str] | None,
               params: tuple[tuple[str, str], ...], label: str) -> str:
-    links = "".join(_anchor(stage, text, dict(params), rel)
-                    for rel, end in (("prev", previous), ("next", following))
-                    if end is not None for stage, text in (end,))
+    ends = (("prev", previous), ("next", following))
+    links = "".join(_anchor(*end, dict(params), rel=rel) for rel, end in ends if end)
     return f'<nav class="tf-page-nav" aria-label="{html.escape(label)}">{links}</nav>'
 
 
-def _anchor(stage: Stage, text: str, params: Mapping[str, str], rel: str = "") -> str:
+def _anchor(stage: Stage, text: str, params: Mapping[str, str], *, rel: str = "",
+            mark: str = "") -> str:
+    """One link the frame's script handles; `mark`: a sign before the text that a
+    screen reader skips."""
     relation = f' rel="{rel}"' if rel else ""
+    sign = f'<span aria-hidden="true">{mark}</span>' if mark else ""
     return (f'<a {ATTRIBUTE}{relation} href="{html.escape(href(stage, params))}">'
-            f"{html.escape(text)}</a>")
+            f"{sign}{html.escape(text)}</a>")
 
 
 def href(stage: Stage, params: Mapping[str, str]) -> str:
@@ -122,10 +125,8 @@ def cards_html(cards: Sequence[Card], params: Mapping[str, str], label: str) -> 
     """One list of cards; every text is escaped (titles come from our catalogue)."""
     items = []
     for card in cards:
-        links = "".join(
-            f'<li><a {ATTRIBUTE} href="{html.escape(href(stage, params))}">'
-            f'<span aria-hidden="true">→</span>{html.escape(text)}</a></li>'
-            for stage, text in card.links)
+        links = "".join(f"<li>{_anchor(stage, text, params, mark='→')}</li>"
+                        for stage, text in card.links)
         items.append(f'<li><p class="tf-card-title">{html.escape(card.title)}</p>'
                      f'<p class="tf-card-note">{html.escape(card.note)}</p>'
                      f"<ul>{links}</ul></li>")
