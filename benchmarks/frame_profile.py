@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="profiled full runs (20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs first (3)")
     parser.add_argument("--top", type=int, default=30, help="entries printed per table")
+    parser.add_argument("--dump", help="also write the raw cProfile stats to this file "
+                        "(read with pstats, e.g. print_callers)")
     parser.add_argument("--root", default=str(ROOT),
                         help="the checkout whose app.py runs (default: this one)")
     args = parser.parse_args(argv)
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"page {stage.id} ({stage.path}) from {root}: {args.runs} profiled full runs, "
           f"script thread wall under the profiler: median {walls[len(walls) // 2]:.1f} ms "
           f"(profiling inflates it; read shares)")
+    if args.dump:
+        profile.dump_stats(args.dump)
     for key in ("cumulative", "tottime"):
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out)

@@ -9,7 +9,7 @@ from ui import explain
 from ui.charts import PALETTE, point_clouds, vectors
 from ui.example import gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
-from ui.figures import heatmap, matrix_frame
+from ui.figures import heatmap
 from ui.fmt import dot_terms, latex_matrix, latex_vec, num
 from ui.formula import formula
 from ui.i18n import t
@@ -17,7 +17,7 @@ from ui.inputs import matrix_input, number
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
-from ui.tables import table
+from ui.tables import matrix_table
 
 WORDS = ("苹果", "梨", "动漫")
 # Two fruits in neighbouring cool colours, the cartoon apart (the kit's checked palette)
@@ -145,7 +145,7 @@ def whitening() -> None:
                 rf"\Sigma = {latex_matrix(white.covariance)} \\[4pt] "
                 rf"\Sigma^{{-1/2}} = {latex_matrix(white.inv_sqrt)}\end{{gathered}}")
         with st.expander(t("embeddings.whiten_check")):
-            table(matrix_frame(white.whitened_covariance, ["x", "y"], ["x", "y"]),
+            matrix_table(white.whitened_covariance, ["x", "y"], ["x", "y"],
                   name=t("embeddings.table_whitened"))
     st.info(t("embeddings.whiten_when"), icon=":material/schedule:")
 whitening()

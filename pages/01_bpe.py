@@ -1,6 +1,5 @@
 """Stage 1.2: byte-level BPE learns its tokens from the corpus: one sentence, two cuts."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.bpe import BPEEncoding, hex_bytes, merge_run
@@ -26,8 +25,8 @@ def cut_table(name: str, tokens, ids, extra: dict | None = None) -> None:
     name in the downloads."""
     rows = {t("bpe.row_token"): list(tokens), t("bpe.row_id"): [str(i) for i in ids],
             **(extra or {})}
-    table(pd.DataFrame(list(rows.values()), index=list(rows),
-                       columns=[str(j) for j in range(len(tokens))]), name=name)
+    table(list(rows.values()), index=list(rows),
+          columns=[str(j) for j in range(len(tokens))], name=name)
 
 
 def byte_figure(key: str, n_bytes: int, *rows) -> None:
@@ -46,10 +45,10 @@ def byte_ids(char: str) -> None:
     st.markdown(t("bpe.byte_ids", char=plain(char), space=space.char, space_id=space.id,
                   last=bpe.vocab_size - 1))
     held = [entries[b] for b in char.encode("utf-8")]
-    table(pd.DataFrame({t("bpe.col_byte"): [f"{e.value:02X}" for e in held],
-                        t("bpe.col_value"): [str(e.value) for e in held],
-                        t("bpe.col_stored"): [e.char for e in held],
-                        t("bpe.col_id"): [str(e.id) for e in held]}),
+    table({t("bpe.col_byte"): [f"{e.value:02X}" for e in held],
+           t("bpe.col_value"): [str(e.value) for e in held],
+           t("bpe.col_stored"): [e.char for e in held],
+           t("bpe.col_id"): [str(e.id) for e in held]},
           name=t("bpe.table_bytes", char=char))
 
 
@@ -100,12 +99,12 @@ section(t("bpe.merges_title"), folded=True)
 st.markdown(t("bpe.merges_lead", k=len(bpe.merges), v=bpe.vocab_size))
 run = merge_run(bpe, sentence) if cuts else None
 # Every merge (hundreds of rows): too long for st.table, so a frame that scrolls.
-table(pd.DataFrame({
+table({
     t("bpe.col_left"): [m.left_display for m in bpe.merges],
     t("bpe.col_right"): [m.right_display for m in bpe.merges],
     t("bpe.col_merged"): [m.merged_display for m in bpe.merges],
     t("bpe.col_uses"): list(run.uses) if run else [0] * len(bpe.merges),
-}).rename_axis(t("bpe.col_rank")), name=t("bpe.merges_title"), height=320)
+}, index_name=t("bpe.col_rank"), name=t("bpe.merges_title"), height=320)
 
 # --- The merges one by one on the sentence ---------------------------------------------
 @part

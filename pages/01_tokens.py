@@ -1,6 +1,5 @@
 """Stage 1: text becomes token IDs; each ID selects one row of the embedding table."""
 
-import pandas as pd
 import streamlit as st
 import torch
 
@@ -62,13 +61,12 @@ if enc.unknown:
     st.warning(t("tokens.unknown", chars=" ".join(f"「{plain(c)}」" for c in enc.unknown),
                  id=UNK_ID), icon=":material/help:")
 if n:
-    table(pd.DataFrame([labels, [str(i) for i in enc.ids]], columns=map(str, range(n)),
-                       index=[t("tokens.row_token"), t("tokens.row_id")]),
-          name=t("tokens.ids_title"))
+    table([labels, [str(i) for i in enc.ids]], columns=[str(i) for i in range(n)],
+          index=[t("tokens.row_token"), t("tokens.row_id")], name=t("tokens.ids_title"))
 st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
 with st.expander(t("tokens.vocab_all", v=len(vocab))):
     # Every character of the corpus: too long for st.table, so a frame that scrolls
-    table(pd.Series(vocab.tokens, name=t("tokens.row_token")).rename_axis("ID").to_frame(),
+    table({t("tokens.row_token"): list(vocab.tokens)}, index_name="ID",
           name=t("tokens.vocab_all", v=len(vocab)), height=400)
 # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
 rows_answered = choice_exercise("rows", t("tokens.ex_question"),
@@ -168,7 +166,8 @@ rows = {t(f"tokens.batch_{name}", b=b): values for b in range(2) for name, value
          ("valid", batch.valid[b].int().tolist()),  # 1 = a real token, 0 = padding
          ("pos", [str(p) if ok else "–" for p, ok in zip(positions[b].tolist(),
                                                           batch.valid[b].tolist(), strict=True)]))}
-table(pd.DataFrame.from_dict(rows, orient="index").astype(str), name=t("tokens.batch_title"))
+table([[str(v) for v in values] for values in rows.values()], index=list(rows),
+      name=t("tokens.batch_title"))
 st.markdown(t("tokens.batch_positions"))
 st.info(t("tokens.batch_note", n=batch.ids.shape[1], pads=batch.n_padding),
         icon=":material/visibility_off:")

@@ -13,7 +13,7 @@ from ui import chain, explain
 from ui.charts import lines
 from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
-from ui.figures import diverging, heatmap, matrix_frame
+from ui.figures import diverging, heatmap
 from ui.fmt import decimals_for, latex_vec, num, vec
 from ui.formula import formula
 from ui.hand_example import hand_example_inputs, score_steps
@@ -22,7 +22,7 @@ from ui.i18n import t
 from ui.inputs import choice, matrix_input, number
 from ui.page import part, section, stage_link
 from ui.reveal import Stepper
-from ui.tables import table
+from ui.tables import matrix_table
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # 2,000 rows of 8 keys for every d_k
@@ -132,8 +132,8 @@ def experiment() -> None:
     if sat_answered:  # the softmax rows answer the saturation exercise
         rows += [(t("scaling.row_top", keys=KEYS), exp.mean_top_raw, exp.mean_top_scaled),
                  (t("scaling.row_sat"), exp.saturated_raw, exp.saturated_scaled)]
-    table(matrix_frame([r[1:] for r in rows], [t("scaling.col_raw"), t("scaling.col_scaled")],
-                       [r[0] for r in rows]), name=t("scaling.table_stats"))
+    matrix_table([r[1:] for r in rows], [t("scaling.col_raw"), t("scaling.col_scaled")],
+                       [r[0] for r in rows], name=t("scaling.table_stats"))
     st.info(t("scaling.range_note", lo=num(scaled.min), hi=num(scaled.max),
               count=f"{exp.scaled_outside_unit:,}", n=f"{exp.n_pairs:,}"),
             icon=":material/straighten:")

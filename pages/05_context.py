@@ -5,7 +5,6 @@ After the masks (5.1): the causal mask it relies on is taught. Indices count fro
 
 from contextlib import suppress
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.errors import TinyformerError
@@ -198,9 +197,9 @@ def trained_view() -> None:
         if not cmp.same_position and Q2_SAME_PLACE.index(CHAR) == a.at:
             rows_text += gap + t("context.t_rows_switch", char=CHAR, pa=a.at)
         st.markdown(rows_text)
-        table(pd.DataFrame({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
-                            t("context.t_largest"): [num(x) for x in cmp.largest]},
-                           index=[t(f"context.stage_{k}", b=i or 0) for k, i in cmp.stages]),
+        table({t("context.t_differ", w=w): [f"{n} / {w}" for n in cmp.differ],
+               t("context.t_largest"): [num(x) for x in cmp.largest]},
+              index=[t(f"context.stage_{k}", b=i or 0) for k, i in cmp.stages],
               name=t("context.t_rows_table", char=CHAR))
         section(t("context.t_read_title", char=CHAR), folded=True)
         st.markdown(t("context.t_read_lead", char=CHAR))
@@ -209,10 +208,10 @@ def trained_view() -> None:
             with column:
                 subsection(r.question)
                 read_rows(r.tokens, r.at, r.scores, r.weights, labels, f"trained_{side}", CHAR, 2)
-                table(pd.DataFrame([[num(v) for v in s] for s in (*r.shares, r.even)],
-                                   index=[*labels, t("context.even", n=r.at + 1)],
-                                   columns=[t(f"context.col_{p}", reason=r.reason_text)
-                                            for p in Shares._fields]),
+                table([[num(v) for v in s] for s in (*r.shares, r.even)],
+                      index=[*labels, t("context.even", n=r.at + 1)],
+                      columns=[t(f"context.col_{p}", reason=r.reason_text)
+                               for p in Shares._fields],
                       name=t("context.t_shares_table", char=CHAR, question=r.question))
         m1, b1, m2, b2 = (num(p) for r in (a, b) for p in r.answer_probs)  # P(商), P(买)
         st.info(t("context.t_answer", m1=m1, b1=b1, m2=m2, b2=b2, question=first),

@@ -1,7 +1,6 @@
 """Stage 5.1: masks. Causal (no reading the future) and padding (no reading [PAD]), the
 mask M in softmax(QK^T/sqrt(d_k) + M) V, and position ids that count real tokens only."""
 
-import pandas as pd
 import streamlit as st
 import torch
 
@@ -54,9 +53,8 @@ def weight_checks(att, allowed: torch.Tensor) -> None:
 section(t("masks.task_title"))
 st.markdown(t("masks.task_lead", text="".join(TEXT)))
 gloss(TEXT)
-table(pd.DataFrame([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
-                   index=[t("masks.row_input"), t("masks.row_target")]),
-      name=t("masks.table_task"))
+table([INPUTS, TARGETS], columns=[str(i) for i in range(len(INPUTS))],
+      index=[t("masks.row_input"), t("masks.row_target")], name=t("masks.table_task"))
 formula(r"P(x_0, \ldots, x_{n-1}) = \prod_{t=0}^{n-1} P(x_t \mid x_{<t})")
 factors = [f"P({word} | {' '.join(TEXT[:k])})" if k else f"P({word})"
            for k, word in enumerate(TEXT)]
@@ -162,10 +160,10 @@ def masked_attention() -> None:
     subsection(t("masks.pos_title"))
     st.markdown(t("masks.pos_lead"))
     ids = position_ids(VALID)[0]  # [N]: 0 0 0 1 2 3
-    table(pd.DataFrame([PADDED, [int(v) for v in VALID[0]], ids.tolist()],
-                       columns=[str(i) for i in range(N)],
-                       index=[t("masks.pos_row_token"), t("masks.pos_row_valid"),
-                              t("masks.pos_row_id")]), name=t("masks.pos_title"))
+    table([PADDED, [int(v) for v in VALID[0]], ids.tolist()],
+          columns=[str(i) for i in range(N)],
+          index=[t("masks.pos_row_token"), t("masks.pos_row_valid"), t("masks.pos_row_id")],
+          name=t("masks.pos_title"))
     st.markdown(t("masks.pos_sides"))
 
     # --- 4. Scores after the mask, and the weights ----------------------------------

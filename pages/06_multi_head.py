@@ -1,7 +1,6 @@
 """Stage 6: heads split the width; query heads that share a K/V head (GQA, MQA) still
 weigh the tokens differently."""
 
-import pandas as pd
 import streamlit as st
 import torch
 
@@ -58,10 +57,10 @@ def shape_table(x, tr: MultiHeadTrace) -> None:
             ("weights", "[B, H, N, N]", shape(tr.weights)),
             ("heads_out", "[B, H, N, 8/H]", shape(tr.heads_output)),
             ("concat", "[B, N, 8]", shape(tr.concat)), ("output", "[B, N, 8]", shape(tr.output))]
-    table(pd.DataFrame(
-        [[t(f"multi_head.step_{k}"), sym, now, t(f"multi_head.what_{k}")] for k, sym, now in rows],
-        columns=[t(f"multi_head.col_{c}") for c in ("step", "symbolic", "live", "what")]),
-        name=t("multi_head.table_shapes"))
+    table([[t(f"multi_head.step_{k}"), sym, now, t(f"multi_head.what_{k}")]
+           for k, sym, now in rows],
+          columns=[t(f"multi_head.col_{c}") for c in ("step", "symbolic", "live", "what")],
+          name=t("multi_head.table_shapes"))
 
 
 @part

@@ -3,7 +3,6 @@ a score depends on how far apart two words are, not on where they stand."""
 
 import math
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer import positional as pos
@@ -103,11 +102,10 @@ def shifted(q, k, a: float, b: float, pair: pos.PairRotation) -> None:
         vectors({"R<sub>α+m</sub>q": moved.after.q_rot, "R<sub>β+m</sub>k": moved.after.k_rot},
                 key="moved", height=320)
     with cols[1]:
-        table(pd.DataFrame(
-            [state_row(t("rope.before"), moved.before, a, b),
-             state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
-            columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")]),
-            name=t("rope.shift_title"))
+        table([state_row(t("rope.before"), moved.before, a, b),
+               state_row(t("rope.after", m=short(m)), moved.after, a + m, b + m)],
+              columns=[t(f"rope.col_{c}") for c in ("state", "a", "b", "diff", "dot", "q", "k")],
+              name=t("rope.shift_title"))
         if moved.unchanged:
             st.success(t("rope.unchanged", dot=num(moved.after.dot)))
         else:

@@ -12,7 +12,7 @@ from ui import chain, explain
 from ui.charts import lines
 from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
-from ui.figures import diverging, heatmap, matrix_frame
+from ui.figures import diverging, heatmap
 from ui.fmt import as_typed, dot_terms, latex_matrix, latex_vec, num, places, vec
 from ui.formula import formula, formula_steps
 from ui.i18n import t
@@ -20,7 +20,7 @@ from ui.inputs import choice, matrix_input
 from ui.notes import shown_errors
 from ui.page import section
 from ui.reveal import Stepper
-from ui.tables import table
+from ui.tables import matrix_table
 
 ACTS = {"relu": r"\mathrm{ReLU}", "gelu": r"\mathrm{GELU}", "silu": r"\mathrm{SiLU}"}
 NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}
@@ -72,8 +72,8 @@ def running_example() -> None:
         chain.edit("W2", t("ffn.chain_w2"), slider_labels=chain_sliders("W₂", 3, 2))
     run = chain.run()
     st.markdown(t("ffn.chain_input"))
-    table(matrix_frame(torch.cat([run.A, run.H], dim=1).tolist(),
-                       ["A[0]", "A[1]", "H[0]", "H[1]"], list(TAIL4)),
+    matrix_table(torch.cat([run.A, run.H], dim=1).tolist(),
+                       ["A[0]", "A[1]", "H[0]", "H[1]"], list(TAIL4),
           name=t("ffn.chain_input_table"))
     last = len(TAIL4) - 1
     formula(rf"H_{last} = \mathrm{{RMSNorm}}(X_{last} + A_{last})",
@@ -137,7 +137,7 @@ if choice_exercise("neg", t("ffn.ex_question"),
         lines(curves.x.tolist(), {NAMES[n]: v.tolist() for n, v in curves.values.items()},
               key="curves", x_title="h", y_title=t("ffn.act_y"),
               marks={label: float(v) for label, v in zip(hs, h, strict=True)}, table=False)
-        table(matrix_frame([v.tolist() for v in at_h.values()], hs, [NAMES[n] for n in at_h]),
+        matrix_table([v.tolist() for v in at_h.values()], hs, [NAMES[n] for n in at_h],
               name=t("ffn.act_title"))
         st.markdown(t("ffn.act_note"))
 else:

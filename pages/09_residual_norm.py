@@ -12,7 +12,6 @@ from ui import chain, explain, state
 from ui.charts import bars
 from ui.example import TAIL4, gloss
 from ui.exercise import after_answer, choice_exercise, number_exercise
-from ui.figures import matrix_frame
 from ui.fmt import decimals_for, latex_matrix, latex_vec, num, places, term, vec
 from ui.formula import formula, formula_steps
 from ui.i18n import t
@@ -20,7 +19,7 @@ from ui.inputs import choice, matrix_input, number
 from ui.notes import shown_errors
 from ui.page import part, section
 from ui.reveal import Stepper
-from ui.tables import table
+from ui.tables import matrix_table
 
 SHIFT_ANSWERED = state.private("shift", "answered")  # read by running_example() below
 EPS_CHOICES = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1, 1.0)
@@ -154,7 +153,7 @@ def norms() -> None:  # d, x, epsilon, gamma and beta: the rest of the page
                 cmp.rms_no_eps.normalized]
         names = [f"{n} x̂ · {t('residual_norm.' + w)}" for n in ("LayerNorm", "RMSNorm")
                  for w in ("with_eps", "without_eps")]
-        table(matrix_frame(torch.stack(rows), [f"x̂[{i}]" for i in range(d)], names))
+        matrix_table(torch.stack(rows), [f"x̂[{i}]" for i in range(d)], names)
         for name, effect, by in (("layer", cmp.layer_eps_effect, ln.std),
                                  ("rms", cmp.rms_eps_effect, rn.rms)):
             if math.isnan(effect):  # 0/0 without epsilon
@@ -182,12 +181,12 @@ def running_example() -> None:
     run = chain.run()
     words = list(TAIL4)
     last = len(words) - 1
-    table(matrix_frame(torch.cat([run.X, run.A, run.R], dim=1).tolist(),
-                       ["X[0]", "X[1]", "A[0]", "A[1]", "R[0]", "R[1]"], words),
+    matrix_table(torch.cat([run.X, run.A, run.R], dim=1).tolist(),
+                       ["X[0]", "X[1]", "A[0]", "A[1]", "R[0]", "R[1]"], words,
           name=t("residual_norm.chain_r_table"))
     st.markdown(t("residual_norm.chain_norm"))
-    table(matrix_frame(torch.cat([run.norm.rms, run.H], dim=1).tolist(),
-                       ["RMS(R)", "H[0]", "H[1]"], words), name=t("residual_norm.chain_h_table"))
+    matrix_table(torch.cat([run.norm.rms, run.H], dim=1).tolist(),
+                       ["RMS(R)", "H[0]", "H[1]"], words, name=t("residual_norm.chain_h_table"))
     r = run.R[last]
     e = f"10^{{{round(math.log10(EPS))}}}"
     rms = rf"\sqrt{{\overline{{R_{last}^2}} + \varepsilon}}"
@@ -198,14 +197,14 @@ def running_example() -> None:
     if st.session_state.get(SHIFT_ANSWERED):  # LayerNorm of two numbers answers "shift"
         layer = layer_norm(run.R, eps=EPS).output  # [N, d]
         st.markdown(t("residual_norm.chain_why_rms"))
-        table(matrix_frame(torch.cat([layer, run.H], dim=1).tolist(),
+        matrix_table(torch.cat([layer, run.H], dim=1).tolist(),
                            ["LayerNorm(R)[0]", "LayerNorm(R)[1]", "RMSNorm(R)[0]",
-                            "RMSNorm(R)[1]"], words), name=t("residual_norm.chain_ln_table"))
+                            "RMSNorm(R)[1]"], words, name=t("residual_norm.chain_ln_table"))
     else:
         after_answer()
     st.markdown(t("residual_norm.chain_y"))
-    table(matrix_frame(torch.cat([run.H, run.ffn.output, run.Y], dim=1).tolist(),
-                       ["H[0]", "H[1]", "FFN(H)[0]", "FFN(H)[1]", "Y[0]", "Y[1]"], words),
+    matrix_table(torch.cat([run.H, run.ffn.output, run.Y], dim=1).tolist(),
+                       ["H[0]", "H[1]", "FFN(H)[0]", "FFN(H)[1]", "Y[0]", "Y[1]"], words,
           name=t("residual_norm.chain_y_table"))
     st.markdown(t("residual_norm.chain_next", y=vec(run.Y[last])))
 

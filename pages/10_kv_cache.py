@@ -2,7 +2,6 @@
 recomputing them, the K/V cache; its size in bytes, and what sharing K/V heads (GQA,
 MQA) saves."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons.decoding import cached_or_recomputed
@@ -103,10 +102,10 @@ def from_the_loop() -> None:
     if not answered:
         after_answer()
         return
-    table(pd.DataFrame(  # one row per step, named by it (no 0-based row number beside it)
+    table(  # one row per step, named by it (no 0-based row number beside it)
         [[f"0–{s.read - 1}", str(s.rows_recomputed), str(s.rows_cached)] for s in loop.steps],
         index=[t("kv_cache.step_row", k=k) for k in range(1, len(loop.steps) + 1)],
-        columns=[t(f"kv_cache.col_{c}") for c in ("read", "without", "with")]))
+        columns=[t(f"kv_cache.col_{c}") for c in ("read", "without", "with")])
     gap = max(s.logit_gap for s in loop.steps)
     st.markdown(t("kv_cache.loop_total", k=len(loop.steps),
                   without=sum(s.rows_recomputed for s in loop.steps),
@@ -166,10 +165,10 @@ def calculator() -> None:
     ratio = cache_ratio(llama3.n_heads, llama3.n_kv_heads)
     st.markdown(t("kv_cache.compare_note", ratio=str(ratio), w=f"{MISTRAL.window:,}",
                   m=f"{caches[MISTRAL.name].seq_len:,}"))
-    table(pd.DataFrame(  # narrow columns, so that a phone shows them all; rows by model
+    table(  # narrow columns, so that a phone shows them all; rows by model
         [[p.layers, p.n_heads, p.n_kv_heads, p.head_dim, exact(caches[p.name].total_bytes)]
          for p in PRESETS.values()], index=list(PRESETS),
-        columns=[t(f"kv_cache.col_{c}") for c in ("layers", "q", "kv", "hd", "bytes")]))
+        columns=[t(f"kv_cache.col_{c}") for c in ("layers", "q", "kv", "hd", "bytes")])
     st.caption(t("kv_cache.sources", list="; ".join(f"{p.name}: {p.source}"
                                                    for p in PRESETS.values())))
 

@@ -1,6 +1,5 @@
 """Stage 12: three backbones; in cross-attention the decoder's queries read the encoder output."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons import backbones
@@ -69,8 +68,8 @@ def self_step(number: int, who: str, att, words, said: str) -> None:
 def shifted(ex: backbones.TranslationExample) -> None:
     """Teacher forcing on the example: what each decoder position reads, what it learns."""
     st.markdown(t("backbones.shift", start=backbones.START, first=ex.target[0]))
-    table(pd.DataFrame([ex.decoder_input, ex.target], columns=range(len(ex.target)),
-                       index=[t("backbones.row_input"), t("backbones.row_label")]),
+    table([ex.decoder_input, ex.target], columns=range(len(ex.target)),
+          index=[t("backbones.row_input"), t("backbones.row_label")],
           name=t("backbones.table_shift"))
 
 

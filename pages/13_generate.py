@@ -1,7 +1,6 @@
 """Stage 13.3: generation token by token: the new token's query reads a K/V cache that grows
 by one row a step; recomputing everything gives the same logits at a measured cost."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons.cache_work import (
@@ -122,11 +121,11 @@ def work_table(cmp: CacheComparison, tokens: list[str], n: int, n_new: int) -> N
     st.markdown(t("generate.work_lead"))
     pairs = zip(cmp.cached.steps, full.steps, cmp.cached.cumulative, full.cumulative,
                 strict=True)
-    table(pd.DataFrame([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
+    table([[tokens[n + a.index - 1], *(f"{v:,}" for v in (
         a.work.positions, b.work.positions, a.work.kv_rows, b.work.kv_rows,
         a.work.multiply_adds, b.work.multiply_adds, ca.multiply_adds, cb.multiply_adds))]
         for a, b, ca, cb in pairs], index=range(1, n_new + 1), columns=[
-        t(f"generate.col_{c}") for c in COLUMNS]))
+        t(f"generate.col_{c}") for c in COLUMNS])
     lines(list(range(1, n_new + 1)), {
         t("generate.with_cache"): [w.multiply_adds for w in cmp.cached.cumulative],
         t("generate.without"): [w.multiply_adds for w in full.cumulative]},

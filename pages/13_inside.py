@@ -1,7 +1,6 @@
 """Stage 13.2: inside the trained model: its attention, its next-token probabilities, and
 where the answering position reads, measured."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons import interventions as iv
@@ -110,8 +109,8 @@ def shares_table(insp: Inspection) -> None:
     sizes = {p: len(positions(insp, p)) for p in PARTS}
     names = [t("inside.head_label", b=s.block, h=s.head) for s in insp.heads]
     rows = [[num(v) for v in shares] for shares in (*(s.shares for s in insp.heads), insp.uniform)]
-    table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
-                          columns=[t(f"inside.col_{p}", n=sizes[p]) for p in PARTS]))
+    table(rows, index=[*names, t("inside.even", n=len(insp.tokens))],
+          columns=[t(f"inside.col_{p}", n=sizes[p]) for p in PARTS])
     st.caption(t("inside.spans", reason="".join(insp.tokens[j] for j in insp.reason_positions),
                  item="".join(insp.tokens[j] for j in insp.item_positions) or "—"))
 
@@ -145,8 +144,8 @@ def before_and_after(after: Inspection, before: Inspection) -> None:
     rows = [[num(b.shares.reason), num(a.shares.reason)]
             for b, a in zip(before.heads, after.heads, strict=True)]
     rows.append([num(after.uniform.reason)] * 2)
-    table(pd.DataFrame(rows, index=[*names, t("inside.even", n=len(after.tokens))],
-                       columns=[t("inside.ba_col_before"), t("inside.ba_col_after")]))
+    table(rows, index=[*names, t("inside.even", n=len(after.tokens))],
+          columns=[t("inside.ba_col_before"), t("inside.ba_col_after")])
     st.caption(t("inside.ba_note", reason=after.example.reason))
 
 
@@ -181,10 +180,9 @@ def ablation_section(found: dict[str, Inspection]) -> None:
         return
     left, right = st.columns([3, 2])
     with left:
-        table(pd.DataFrame([[num(p) for probs in r.probs for p in probs] for r in rows],
-                           index=[ablation_label(r.ablation) for r in rows],
-                           columns=[t(f"inside.ab_col_{k}") for k in ("q1m", "q1b", "q2m",
-                                                                      "q2b")]))
+        table([[num(p) for probs in r.probs for p in probs] for r in rows],
+              index=[ablation_label(r.ablation) for r in rows],
+              columns=[t(f"inside.ab_col_{k}") for k in ("q1m", "q1b", "q2m", "q2b")])
     with right:
         st.info(t("inside.not_why"), icon=":material/school:")
     st.caption(t("inside.ab_note", q1=q1, q2=q2))

@@ -1,6 +1,5 @@
 """Stage 13.1: training turns random weights into a model that answers; watch the loss fall."""
 
-import pandas as pd
 import streamlit as st
 
 from tinyformer.lessons import gradient_step as gs
@@ -75,9 +74,9 @@ def gradient_step() -> None:  # the right answer and the learning rate: this sec
         onehot = [float(i == target) for i in range(len(PAYERS))]
         names = ("z", "p", "onehot", "grad", "new_z", "new_p")
         values = (step.logits, step.probs, onehot, step.grad, step.new_logits, step.new_probs)
-        table(pd.DataFrame([[num(v) for v in row] for row in values],
-                           index=[t(f"training.row_{k}", y=PAYERS[target], lr=short(lr))
-                                  for k in names], columns=list(PAYERS)))
+        table([[num(v) for v in row] for row in values],
+              index=[t(f"training.row_{k}", y=PAYERS[target], lr=short(lr)) for k in names],
+              columns=list(PAYERS))
         st.markdown(t("training.step_loss", y=PAYERS[target], before=num(step.loss),
                       after=num(step.new_loss), lr=short(lr)))
 
@@ -86,9 +85,9 @@ def gradient_step() -> None:  # the right answer and the learning rate: this sec
         st.markdown(t("training.head_lead", h=vec(head.hidden, 0), e=table_e))
         rows = [[vec(head.table[i]), vec(head.grad_table[i]), vec(head.new_table[i]),
                  num(head.new_logits[i]), num(head.new_probs[i])] for i in range(len(PAYERS))]
-        table(pd.DataFrame(rows, index=list(PAYERS), columns=[
+        table(rows, index=list(PAYERS), columns=[
             t(f"training.col_{k}", lr=short(lr)) for k in ("e", "grad_e", "new_e", "new_z",
-                                                           "new_p")]))
+                                                           "new_p")])
         st.markdown(t("training.one_weight", y=PAYERS[target], p=num(head.probs[0]),
                       o=num(onehot[0], 0), h=num(head.hidden[0], 0),
                       g=num(head.grad_table[0, 0]), e=num(head.table[0, 0]), lr=short(lr),
@@ -105,10 +104,9 @@ def from_step_to_training(run) -> None:
     text = forced.example.text
     st.markdown(t("training.forcing_lead", text=text, n=len(forced.pairs)))
     answer_rows = [p.position for p in forced.pairs if p.in_answer]
-    table(pd.DataFrame([[p.position, p.reads, p.target] for p in forced.pairs],
-                       columns=[t(f"training.col_{k}") for k in ("position", "reads",
-                                                                  "target")]).set_index(
-        t("training.col_position")))
+    table([[p.reads, p.target] for p in forced.pairs],
+          index=[p.position for p in forced.pairs], index_name=t("training.col_position"),
+          columns=[t(f"training.col_{k}") for k in ("reads", "target")])
     st.caption(t("training.forcing_note", first=answer_rows[0], last=answer_rows[-1],
                  answer=forced.example.answer, n=len(forced.pairs)))
     s = run.settings
@@ -197,6 +195,6 @@ if outcome is not None:
     columns = {t("training.col_yours"): answers(result.heldout, outcome.probes)}
     with shown_errors():
         columns[t("training.col_shipped")] = answers(*shipped())
-    table(pd.DataFrame(columns, index=rows))
+    table(columns, index=rows)
     st.caption(t("training.table_note"))
     st.info(t("training.use_elsewhere"), icon=":material/arrow_forward:")

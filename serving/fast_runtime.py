@@ -1,4 +1,4 @@
-"""Two costs that Streamlit 1.67 pays per element, removed in the server process
+"""Three costs that Streamlit 1.67 pays per element, removed in the server process
 (docs/deploy.md, "Full runs: Streamlit's per-element costs").
 
 1. Every keyed input (slider, select box, number box, radio, text box) asks Streamlit's
@@ -11,8 +11,14 @@
    of the loop that flushes messages to the browser (`call_soon_threadsafe`, a write to
    the loop's self-pipe), even while an earlier wake-up is still pending. `install`
    skips the wake-up while one is pending: the pending flush sends this message too.
+3. Before that, the script thread hands each event of a run (every message) to the
+   event loop with its own `call_soon_threadsafe`: a write to the self-pipe per
+   element, and a switch of the interpreter lock to the loop's thread and back
+   (measured in the server on tokens: 148 writes a full run, about 5 ms).
+   `install` queues a run's events in order and schedules one hand-over while none
+   is pending; that hand-over handles every event queued by then, in order.
 
-Both are patches of Streamlit's private code, so `install` checks the version and the
+All are patches of Streamlit's private code, so `install` checks the version and the
 shapes it relies on and otherwise leaves Streamlit as it is (logged); the tests in
 tests/unit/test_fast_runtime.py show each patch gives the same answers as the code
 it replaces.
@@ -21,6 +27,8 @@ it replaces.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -79,6 +87,42 @@ def enqueue_forward_msg(self: Any, msg: Any) -> None:
     callback()
 
 
+class _Events:
+    """A session's script-runner events not yet handled on the event loop, in order."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queued: deque[dict[str, Any]] = deque()
+        self.scheduled = False
+
+
+def on_scriptrunner_event(self: Any, sender: Any, event: Any, **details: Any) -> None:
+    """AppSession._on_scriptrunner_event (called on the script thread, sometimes on the
+    loop's): queue the event; schedule a hand-over only when none is pending."""
+    events = self.__dict__.get("_tf_events") or self.__dict__.setdefault("_tf_events", _Events())
+    with events.lock:
+        events.queued.append({"sender": sender, "event": event, **details})
+        if events.scheduled:
+            return
+        events.scheduled = True
+    self._call_soon_on_event_loop(lambda: handle_queued_events(self))
+
+
+def handle_queued_events(self: Any) -> None:
+    """On the event loop: every event queued so far, in the order it was sent. One that
+    raises is logged, as asyncio logs a callback that raises, and the rest still run."""
+    events = self.__dict__["_tf_events"]
+    with events.lock:
+        batch = list(events.queued)
+        events.queued.clear()
+        events.scheduled = False
+    for details in batch:
+        try:
+            self._handle_scriptrunner_event_on_event_loop(**details)
+        except Exception:
+            _LOG.exception("script runner event %s failed", details.get("event"))
+
+
 def to_dict(self: Any) -> dict[str, Any]:
     """SessionStateProxy.to_dict: a dict, as its callers expect, not the view."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
@@ -115,6 +159,8 @@ def install() -> bool:
                    property),
         hasattr(session_state_proxy.SessionStateProxy, "to_dict"),
         hasattr(app_session.AppSession, "_enqueue_forward_msg"),
+        _takes_details(app_session.AppSession._handle_scriptrunner_event_on_event_loop),
+        hasattr(app_session.AppSession, "_call_soon_on_event_loop"),
         hasattr(runtime.Runtime, "_enqueued_some_message"),
     )
     if not all(expected):
@@ -124,7 +170,20 @@ def install() -> bool:
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
     session_state_proxy.SessionStateProxy.to_dict = to_dict
     app_session.AppSession._enqueue_forward_msg = enqueue_forward_msg
+    app_session.AppSession._on_scriptrunner_event = on_scriptrunner_event
     return True
 
 
-__all__ = ["FilteredStateView", "enqueue_forward_msg", "install", "to_dict"]
+_EVENT_DETAILS = ("sender", "event", "forward_msg", "exception", "client_state",
+                  "page_script_hash", "fragment_ids_this_run", "pages", "run_descriptor")
+
+
+def _takes_details(handler: Any) -> bool:
+    """Whether the loop's handler takes the details this module passes by name."""
+    import inspect
+
+    return tuple(inspect.signature(handler).parameters)[1:] == _EVENT_DETAILS
+
+
+__all__ = ["FilteredStateView", "enqueue_forward_msg", "handle_queued_events", "install",
+           "on_scriptrunner_event", "to_dict"]

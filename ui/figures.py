@@ -271,7 +271,7 @@ def heatmap(
     decimals = style.get("decimals", 3)
     if title:
         st.markdown(f"**{title}**")
-    handout.add_table(title, x_labels, _unique(y_labels),
+    handout.add_table(title, x_labels, unique_labels(y_labels),
                       [[cell_text(v, decimals) for v in row] for row in _rows(matrix)])
     url_key, chart_key = state.qualify(key), state.private(key, "chart")
     cell = _current_cell(url_key, chart_key, state.private(key, "seen"), n_rows, n_cols)
@@ -389,14 +389,16 @@ def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
 def matrix_frame(matrix, col_labels: Sequence[str], row_labels: Sequence[str],
                  decimals: int = 3) -> pd.DataFrame:
     """Exact numbers as strings, so the table shows exactly what the page states."""
-    rows = _rows(matrix)
-    return pd.DataFrame(
-        [[num(v, decimals) for v in row] for row in rows],  # NaN stays visible: 0/0 teaches
-        index=_unique(row_labels), columns=_unique(col_labels),
-    )
+    return pd.DataFrame(matrix_rows(matrix, decimals), index=unique_labels(row_labels),
+                        columns=unique_labels(col_labels))
 
 
-def _unique(labels: Sequence[str]) -> list[str]:
+def matrix_rows(matrix, decimals: int = 3) -> list[list[str]]:
+    """Each number as the page writes it; NaN stays visible: 0/0 teaches."""
+    return [[num(v, decimals) for v in row] for row in _rows(matrix)]
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
     """Repeated tokens (two 「运」) still need distinct table labels."""
     seen: dict[str, int] = {}
     out = []

@@ -163,7 +163,7 @@ def _walk(node) -> Iterator:
 
 def heatmap_frame(chart) -> pd.DataFrame:
     """A kit heatmap read back as the table of exact numbers written in its cells."""
-    from ui.figures import _unique
+    from ui.figures import unique_labels as _unique
 
     spec = json.loads(chart.proto.spec)
     layout = spec["layout"]
