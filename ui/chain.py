@@ -44,7 +44,7 @@ SYMBOLS = {"X": "X", "Wq": "W_q", "Wk": "W_k", "Wv": "W_v", "W1": "W_1", "W2": "
 EDITED_ON = {"X": ("tokens", "qkv"), "Wq": ("qkv",), "Wk": ("qkv",), "Wv": ("qkv",),
              "W1": ("ffn",), "W2": ("ffn",), "U": ("logits",)}
 _CODEC = text_codec(MAX_TEXT)
-_RUN_VALUES = "_chain.~run"  # (run number, {name: tensor}) of the values drawn this run
+_RUN_VALUES = "_chain.~run"  # (run number, {name: tensor}) of the values drawn or read this run
 
 
 def key(name: str) -> str:
@@ -55,6 +55,7 @@ def _kept(name: str) -> str:
     return f"_{key(name)}{state.PRIVATE}kept"
 
 
+@functools.cache
 def _default_text(name: str) -> str:
     return format_matrix([list(map(float, row)) for row in DEFAULTS[name]])
 
@@ -97,7 +98,7 @@ def value(name: str) -> torch.Tensor:
     default = _default_text(name)
     text = state.initial(key(name), default, _CODEC, SYMBOLS[name])
     try:
-        grid = parse_matrix(text or "", SHAPES[name][0], SHAPES[name][1], 100.0)
+        grid = _parsed(text or "", name)
     except ParseError:  # a bad link: the box says why on the stage that draws it, else a note
         grid = st.session_state.get(f"_{key(name)}{state.PRIVATE}valid") or DEFAULTS[name]
         if state.current_stage() not in EDITED_ON.get(name, ()):
@@ -107,7 +108,15 @@ def value(name: str) -> torch.Tensor:
             st.session_state[key(name)] = text  # the note once, and a link that works
     st.session_state[_kept(name)] = text
     state.write_url(key(name), text, default, _CODEC)
-    return torch.tensor(grid, dtype=torch.float64)
+    drawn[name] = torch.tensor(grid, dtype=torch.float64)  # the strip and the page both ask
+    return drawn[name]
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, name: str) -> tuple[tuple[float, ...], ...]:
+    """A value's text as numbers, once per distinct text (nearly always the default)."""
+    rows, cols = SHAPES[name]
+    return tuple(map(tuple, parse_matrix(text, rows, cols, 100.0)))
 
 
 def params() -> ChainParams:

@@ -59,6 +59,13 @@ def cell_text(value: float, decimals: int = 3) -> str:
     return "" if math.isnan(value) else num(value, decimals)
 
 
+@functools.lru_cache(maxsize=drawn.MAX_KEPT)
+def _cell_texts(rows: tuple[tuple[float, ...], ...], decimals: int) -> list[list[str]]:
+    """Every cell as written, once per distinct matrix: the downloads record each map on
+    every run (shared: read it, never change it)."""
+    return [[cell_text(v, decimals) for v in row] for row in rows]
+
+
 def heatmap_figure(
     matrix,
     x_labels: Sequence[str],
@@ -272,7 +279,7 @@ def heatmap(
     if title:
         st.markdown(f"**{title}**")
     handout.add_table(title, x_labels, unique_labels(y_labels),
-                      [[cell_text(v, decimals) for v in row] for row in _rows(matrix)])
+                      _cell_texts(tuple(map(tuple, _rows(matrix))), decimals))
     url_key, chart_key = state.qualify(key), state.private(key, "chart")
     cell = _current_cell(url_key, chart_key, state.private(key, "seen"), n_rows, n_cols)
     fig = heatmap_figure(matrix, x_labels, y_labels, selected=cell, **style)

@@ -153,9 +153,10 @@ def settle(record: Record, name: str = TOP) -> None:
         record.whole[name] = Whole(signature(params), tuple(items))
 
 
-def add_table(title: str, columns, rows, cells) -> None:
-    add("table", Table(title, [str(c) for c in columns], [str(r) for r in rows],
-                       [[str(v) for v in row] for row in cells]))
+def add_table(title: str, columns, rows, cells: list[list[str]]) -> None:
+    """A table as shown: its cells already written as text (kept as given, and often
+    shared with other sessions' records: read them, never change them)."""
+    add("table", Table(title, [str(c) for c in columns], [str(r) for r in rows], cells))
 
 
 # --- CSV: every table of the page, one file each, in a zip ------------------------------

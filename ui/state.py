@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.i18n import LANG_PARAM as LANG
 from ui.i18n import t
@@ -51,6 +52,9 @@ OLD_PREFIXES = {"ngram": "ngrams", "multihead": "multi_head", "kvcache": "kv_cac
                 "prepost": "pre_post_norm"}
 
 _STAGE = "_stage"  # the stage this run draws
+# ...also on the session's run context (as ui.i18n keeps the language), which belongs to
+# this one session; enter() is its only writer.
+_STAGE_ON_CONTEXT = "_tinyformer_stage"
 _ENTERED = "_entered"  # keys read since the stage was entered
 PRIVATE = "~"  # widget keys that mirror a value: "softmax.kB~0"
 _RUN = "_run"  # counts script runs, for things drawn once per run
@@ -68,6 +72,9 @@ def enter(stage_id: str) -> None:
     if st.session_state.get(_STAGE) != stage_id:
         st.session_state[_STAGE] = stage_id
         st.session_state[_ENTERED] = set()
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None:  # read 50-100 times a run: kept where no lookup costs
+        setattr(ctx, _STAGE_ON_CONTEXT, stage_id)
 
 
 def _rename_old_keys() -> None:
@@ -93,7 +100,9 @@ def url_now() -> dict[str, str]:
 
 
 def current_stage() -> str:
-    return st.session_state.get(_STAGE, "home")
+    ctx = get_script_run_ctx(suppress_warning=True)
+    kept = ctx.__dict__.get(_STAGE_ON_CONTEXT) if ctx is not None else None
+    return kept if kept is not None else st.session_state.get(_STAGE, "home")
 
 
 def qualify(name: str) -> str:
