@@ -1,4 +1,4 @@
-"""Three costs that Streamlit 1.67 pays per element, removed in the server process
+"""Four costs that Streamlit 1.67 pays per element, removed in the server process
 (docs/deploy.md, "Full runs: Streamlit's per-element costs").
 
 1. Every keyed input (slider, select box, number box, radio, text box) asks Streamlit's
@@ -13,10 +13,15 @@
    skips the wake-up while one is pending: the pending flush sends this message too.
 3. Before that, the script thread hands each event of a run (every message) to the
    event loop with its own `call_soon_threadsafe`: a write to the self-pipe per
-   element, and a switch of the interpreter lock to the loop's thread and back
-   (measured in the server on tokens: 148 writes a full run, about 5 ms).
-   `install` queues a run's events in order and schedules one hand-over while none
-   is pending; that hand-over handles every event queued by then, in order.
+   element, and often a switch of the interpreter lock to the loop's thread and back
+   (tokens: 148 writes a full run; 37 after). `install` queues a run's events in order
+   and schedules one hand-over while none is pending; that hand-over handles every
+   event queued by then, in order.
+4. Every read of session state (`st.session_state[key]`, `key in st.session_state`, 300-700
+   a full run on the heavier pages) first checks whether a stop or rerun was requested,
+   as every write and every message does. `install` leaves that check out of reads: a
+   read changes nothing, and the next write or message (every element) still stops a
+   run that was asked to stop.
 
 All are patches of Streamlit's private code, so `install` checks the version and the
 shapes it relies on and otherwise leaves Streamlit as it is (logged); the tests in
@@ -123,6 +128,18 @@ def handle_queued_events(self: Any) -> None:
             _LOG.exception("script runner event %s failed", details.get("event"))
 
 
+def read_state(self: Any, key: str) -> Any:
+    """SafeSessionState.__getitem__ without the stop-or-rerun check."""
+    with self._lock:
+        return self._state[key]
+
+
+def has_state(self: Any, key: str) -> bool:
+    """SafeSessionState.__contains__ without the stop-or-rerun check."""
+    with self._lock:
+        return key in self._state
+
+
 def to_dict(self: Any) -> dict[str, Any]:
     """SessionStateProxy.to_dict: a dict, as its callers expect, not the view."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
@@ -159,6 +176,7 @@ def install() -> bool:
                    property),
         hasattr(session_state_proxy.SessionStateProxy, "to_dict"),
         hasattr(app_session.AppSession, "_enqueue_forward_msg"),
+        _reads_by_key(safe_session_state.SafeSessionState),
         _takes_details(app_session.AppSession._handle_scriptrunner_event_on_event_loop),
         hasattr(app_session.AppSession, "_call_soon_on_event_loop"),
         hasattr(runtime.Runtime, "_enqueued_some_message"),
@@ -168,6 +186,8 @@ def install() -> bool:
                      streamlit.__version__, TESTED_ON)
         return False
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
+    safe_session_state.SafeSessionState.__getitem__ = read_state
+    safe_session_state.SafeSessionState.__contains__ = has_state
     session_state_proxy.SessionStateProxy.to_dict = to_dict
     app_session.AppSession._enqueue_forward_msg = enqueue_forward_msg
     app_session.AppSession._on_scriptrunner_event = on_scriptrunner_event
@@ -178,6 +198,14 @@ _EVENT_DETAILS = ("sender", "event", "forward_msg", "exception", "client_state",
                   "page_script_hash", "fragment_ids_this_run", "pages", "run_descriptor")
 
 
+def _reads_by_key(cls: type) -> bool:
+    """Whether SafeSessionState still reads through its lock and its _state."""
+    import inspect
+
+    source = inspect.getsource(cls.__getitem__) + inspect.getsource(cls.__contains__)
+    return "self._lock" in source and "self._state" in source
+
+
 def _takes_details(handler: Any) -> bool:
     """Whether the loop's handler takes the details this module passes by name."""
     import inspect
@@ -185,5 +213,5 @@ def _takes_details(handler: Any) -> bool:
     return tuple(inspect.signature(handler).parameters)[1:] == _EVENT_DETAILS
 
 
-__all__ = ["FilteredStateView", "enqueue_forward_msg", "handle_queued_events", "install",
-           "on_scriptrunner_event", "to_dict"]
+__all__ = ["FilteredStateView", "enqueue_forward_msg", "handle_queued_events", "has_state",
+           "install", "on_scriptrunner_event", "read_state", "to_dict"]

@@ -123,3 +123,83 @@ def test_another_streamlit_release_is_left_as_it_is(monkeypatch: pytest.MonkeyPa
         fast_runtime.install.cache_clear()
         monkeypatch.undo()
         assert fast_runtime.install()  # as the rest of the test run has it
+
+
+class _Loop:
+    """An event loop that runs what it is given only when told to."""
+
+    def __init__(self) -> None:
+        self.scheduled: list = []
+
+    def run_all(self) -> None:
+        while self.scheduled:
+            self.scheduled.pop(0)()
+
+
+class _Session:
+    """The shape of Streamlit's AppSession that the hand-over reads."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.loop = _Loop()
+        self.handled: list[tuple] = []
+        self.fail_on = fail_on
+
+    def _call_soon_on_event_loop(self, callback) -> None:
+        self.loop.scheduled.append(callback)
+
+    def _handle_scriptrunner_event_on_event_loop(self, sender, event, forward_msg=None,
+                                                 **rest) -> None:
+        if event == self.fail_on:
+            raise RuntimeError("this event fails")
+        self.handled.append((sender, event, forward_msg))
+
+
+def test_events_reach_the_loop_in_order_with_one_hand_over_while_one_is_pending() -> None:
+    session = _Session()
+    fast_runtime.on_scriptrunner_event(session, "runner", "started")
+    for n in range(5):
+        fast_runtime.on_scriptrunner_event(session, "runner", event="message", forward_msg=n)
+    assert len(session.loop.scheduled) == 1 and session.handled == []
+    session.loop.run_all()
+    assert session.handled == [("runner", "started", None),
+                               *[("runner", "message", n) for n in range(5)]]
+    fast_runtime.on_scriptrunner_event(session, "runner", event="stopped")  # after: a new one
+    assert len(session.loop.scheduled) == 1
+    session.loop.run_all()
+    assert session.handled[-1] == ("runner", "stopped", None)
+
+
+def test_an_event_that_fails_is_logged_and_the_rest_still_run(
+        caplog: pytest.LogCaptureFixture) -> None:
+    session = _Session(fail_on="bad")
+    for event in ("first", "bad", "last"):
+        fast_runtime.on_scriptrunner_event(session, "runner", event)
+    session.loop.run_all()
+    assert [e for _, e, _ in session.handled] == ["first", "last"]
+    assert "bad" in caplog.text
+
+
+def test_the_handler_still_takes_the_details_passed_by_name() -> None:
+    from streamlit.runtime import app_session
+
+    original = app_session.AppSession.__dict__["_handle_scriptrunner_event_on_event_loop"]
+    assert fast_runtime._takes_details(original)
+
+
+def _reads_script() -> None:
+    import streamlit as st
+
+    st.session_state.setdefault("n", 0)
+    st.session_state["n"] += 1
+    st.session_state["seen"] = ("n" in st.session_state, "absent" in st.session_state,
+                                st.session_state.get("absent", "fallback"))
+
+
+def test_reads_without_the_check_answer_as_before() -> None:
+    assert fast_runtime.install()
+    at = AppTest.from_function(_reads_script)
+    at.run()
+    at.run()
+    assert not at.exception
+    assert at.session_state["n"] == 2
+    assert at.session_state["seen"] == (True, False, "fallback")
