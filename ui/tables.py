@@ -14,6 +14,7 @@ neither building the DataFrame nor converting it: both are kept per distinct con
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ class _Converted:
     arrow: pa.Table
     cells: list[list[str]]
     plain_index: bool  # 0, 1, 2 ...: st.table hides it
+    arrow_bytes: bytes  # what Streamlit sends for `arrow`
 
 
 def table(data: pd.DataFrame | Mapping[str, Sequence] | Sequence[Sequence], *,
@@ -135,8 +137,31 @@ def _from_frame(content: _Content) -> _Converted:
     of mixed types takes Streamlit's slower second try). Streamlit's own conversion, so a
     table looks as st.table(frame) draws it."""
     frame = content.frame
-    return _Converted(frame, dataframe_util.convert_pandas_df_to_arrow_table(frame),
-                      frame.astype(str).values.tolist(), dataframe_util.has_range_index(frame))
+    arrow = dataframe_util.convert_pandas_df_to_arrow_table(frame)
+    done = _Converted(frame, arrow, frame.astype(str).values.tolist(),
+                      dataframe_util.has_range_index(frame),
+                      _arrow_bytes_of_streamlit(arrow))
+    _KEPT_BY_ID[id(arrow)] = done
+    return done
+
+
+# st.table and st.dataframe turn the Arrow table into bytes on every call (0.3 ms for a
+# small table, more for the 184 rows of the vocabulary): a kept table's bytes are made
+# once. Streamlit looks the function up on dataframe_util at every call, so it is
+# replaced for every caller; it answers as Streamlit's own for anything but a kept table.
+_KEPT_BY_ID: weakref.WeakValueDictionary[int, _Converted] = weakref.WeakValueDictionary()
+_anything_to_bytes_of_streamlit = dataframe_util.convert_anything_to_arrow_bytes
+_arrow_bytes_of_streamlit = dataframe_util.convert_arrow_table_to_arrow_bytes
+
+
+def _anything_to_arrow_bytes(data, *args, **kwargs) -> bytes:
+    done = _KEPT_BY_ID.get(id(data)) if isinstance(data, pa.Table) else None
+    if done is not None and done.arrow is data and not args and not kwargs:
+        return done.arrow_bytes
+    return _anything_to_bytes_of_streamlit(data, *args, **kwargs)
+
+
+dataframe_util.convert_anything_to_arrow_bytes = _anything_to_arrow_bytes
 
 
 def matrix_table(matrix, col_labels: Sequence[str], row_labels: Sequence[str],

@@ -76,3 +76,15 @@ def test_a_kept_figure_gives_plotlys_json_once_and_anything_else_plotlys_own() -
     assert json.loads(plotly.io.to_json(plain, validate=False)) == json.loads(
         drawn._plotly_to_json(plain, validate=False))
     assert plotly.io.to_json(as_given, pretty=True) != text  # other options: Plotly's own
+
+
+def test_a_kept_tables_bytes_are_streamlits_and_anything_else_is_converted_as_before() -> None:
+    from streamlit import dataframe_util
+
+    done = tables._from_plain(tables._Plain("bytes test", ([["a", 1.5]], ["w", "n"], None, None)))
+    sent = dataframe_util.convert_anything_to_arrow_bytes(done.arrow)
+    assert sent is done.arrow_bytes
+    assert sent == tables._arrow_bytes_of_streamlit(done.arrow)
+    other = done.arrow.slice(0)  # equal content, not a kept object: converted again
+    assert dataframe_util.convert_anything_to_arrow_bytes(other) == sent
+    assert dataframe_util.convert_anything_to_arrow_bytes(other) is not done.arrow_bytes
