@@ -185,6 +185,13 @@ def install() -> bool:
         _LOG.warning("Streamlit %s: per-element speed-ups not installed (written for %sx)",
                      streamlit.__version__, TESTED_ON)
         return False
+    # The run that installs is under way: its script runner holds a weak reference to
+    # AppSession's own event method, which must stay alive until that run ends.
+    _REPLACED.extend(vars(cls)[name] for cls, name in (
+        (safe_session_state.SafeSessionState, "__getitem__"),
+        (safe_session_state.SafeSessionState, "__contains__"),
+        (app_session.AppSession, "_enqueue_forward_msg"),
+        (app_session.AppSession, "_on_scriptrunner_event")))
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
     safe_session_state.SafeSessionState.__getitem__ = read_state
     safe_session_state.SafeSessionState.__contains__ = has_state
@@ -193,6 +200,8 @@ def install() -> bool:
     app_session.AppSession._on_scriptrunner_event = on_scriptrunner_event
     return True
 
+
+_REPLACED: list[Any] = []  # Streamlit's own functions, kept alive (see install)
 
 _EVENT_DETAILS = ("sender", "event", "forward_msg", "exception", "client_state",
                   "page_script_hash", "fragment_ids_this_run", "pages", "run_descriptor")
