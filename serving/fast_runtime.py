@@ -23,6 +23,11 @@
    read changes nothing, and the next write or message (every element) still stops a
    run that was asked to stop.
 
+3 and 4 are written and tested here but NOT installed: with both installed, the e2e
+test that opens a shared trace link in a second browser context failed in every
+clean-clone CI run under the suite's load (stop 27), and passed alone. Until that is
+understood they stay off; `install` applies 1 and 2.
+
 All are patches of Streamlit's private code, so `install` checks the version and the
 shapes it relies on and otherwise leaves Streamlit as it is (logged); the tests in
 tests/unit/test_fast_runtime.py show each patch gives the same answers as the code
@@ -185,19 +190,13 @@ def install() -> bool:
         _LOG.warning("Streamlit %s: per-element speed-ups not installed (written for %sx)",
                      streamlit.__version__, TESTED_ON)
         return False
-    # The run that installs is under way: its script runner holds a weak reference to
-    # AppSession's own event method, which must stay alive until that run ends.
+    # The run that installs is under way and may hold weak references to what is
+    # replaced (a script runner holds one to AppSession's event method): keep it alive.
     _REPLACED.extend(vars(cls)[name] for cls, name in (
-        (safe_session_state.SafeSessionState, "__getitem__"),
-        (safe_session_state.SafeSessionState, "__contains__"),
-        (app_session.AppSession, "_enqueue_forward_msg"),
-        (app_session.AppSession, "_on_scriptrunner_event")))
+        (app_session.AppSession, "_enqueue_forward_msg"),))
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
-    safe_session_state.SafeSessionState.__getitem__ = read_state
-    safe_session_state.SafeSessionState.__contains__ = has_state
     session_state_proxy.SessionStateProxy.to_dict = to_dict
     app_session.AppSession._enqueue_forward_msg = enqueue_forward_msg
-    app_session.AppSession._on_scriptrunner_event = on_scriptrunner_event
     return True
 
 
