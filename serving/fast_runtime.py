@@ -1,4 +1,4 @@
-"""Four costs that Streamlit 1.67 pays per element, removed in the server process
+"""Two costs that Streamlit 1.67 pays per element, removed in the server process
 (docs/deploy.md, "Full runs: Streamlit's per-element costs").
 
 1. Every keyed input (slider, select box, number box, radio, text box) asks Streamlit's
@@ -11,24 +11,8 @@
    of the loop that flushes messages to the browser (`call_soon_threadsafe`, a write to
    the loop's self-pipe), even while an earlier wake-up is still pending. `install`
    skips the wake-up while one is pending: the pending flush sends this message too.
-3. Before that, the script thread hands each event of a run (every message) to the
-   event loop with its own `call_soon_threadsafe`: a write to the self-pipe per
-   element, and often a switch of the interpreter lock to the loop's thread and back
-   (tokens: 148 writes a full run; 37 after). `install` queues a run's events in order
-   and schedules one hand-over while none is pending; that hand-over handles every
-   event queued by then, in order.
-4. Every read of session state (`st.session_state[key]`, `key in st.session_state`, 300-700
-   a full run on the heavier pages) first checks whether a stop or rerun was requested,
-   as every write and every message does. `install` leaves that check out of reads: a
-   read changes nothing, and the next write or message (every element) still stops a
-   run that was asked to stop.
 
-3 and 4 are written and tested here but NOT installed: with both installed, the e2e
-test that opens a shared trace link in a second browser context failed in every
-clean-clone CI run under the suite's load (stop 27), and passed alone. Until that is
-understood they stay off; `install` applies 1 and 2.
-
-All are patches of Streamlit's private code, so `install` checks the version and the
+Both are patches of Streamlit's private code, so `install` checks the version and the
 shapes it relies on and otherwise leaves Streamlit as it is (logged); the tests in
 tests/unit/test_fast_runtime.py show each patch gives the same answers as the code
 it replaces.
@@ -37,8 +21,6 @@ it replaces.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import deque
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -97,54 +79,6 @@ def enqueue_forward_msg(self: Any, msg: Any) -> None:
     callback()
 
 
-class _Events:
-    """A session's script-runner events not yet handled on the event loop, in order."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.queued: deque[dict[str, Any]] = deque()
-        self.scheduled = False
-
-
-def on_scriptrunner_event(self: Any, sender: Any, event: Any, **details: Any) -> None:
-    """AppSession._on_scriptrunner_event (called on the script thread, sometimes on the
-    loop's): queue the event; schedule a hand-over only when none is pending."""
-    events = self.__dict__.get("_tf_events") or self.__dict__.setdefault("_tf_events", _Events())
-    with events.lock:
-        events.queued.append({"sender": sender, "event": event, **details})
-        if events.scheduled:
-            return
-        events.scheduled = True
-    self._call_soon_on_event_loop(lambda: handle_queued_events(self))
-
-
-def handle_queued_events(self: Any) -> None:
-    """On the event loop: every event queued so far, in the order it was sent. One that
-    raises is logged, as asyncio logs a callback that raises, and the rest still run."""
-    events = self.__dict__["_tf_events"]
-    with events.lock:
-        batch = list(events.queued)
-        events.queued.clear()
-        events.scheduled = False
-    for details in batch:
-        try:
-            self._handle_scriptrunner_event_on_event_loop(**details)
-        except Exception:
-            _LOG.exception("script runner event %s failed", details.get("event"))
-
-
-def read_state(self: Any, key: str) -> Any:
-    """SafeSessionState.__getitem__ without the stop-or-rerun check."""
-    with self._lock:
-        return self._state[key]
-
-
-def has_state(self: Any, key: str) -> bool:
-    """SafeSessionState.__contains__ without the stop-or-rerun check."""
-    with self._lock:
-        return key in self._state
-
-
 def to_dict(self: Any) -> dict[str, Any]:
     """SessionStateProxy.to_dict: a dict, as its callers expect, not the view."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
@@ -181,19 +115,15 @@ def install() -> bool:
                    property),
         hasattr(session_state_proxy.SessionStateProxy, "to_dict"),
         hasattr(app_session.AppSession, "_enqueue_forward_msg"),
-        _reads_by_key(safe_session_state.SafeSessionState),
-        _takes_details(app_session.AppSession._handle_scriptrunner_event_on_event_loop),
-        hasattr(app_session.AppSession, "_call_soon_on_event_loop"),
         hasattr(runtime.Runtime, "_enqueued_some_message"),
     )
     if not all(expected):
         _LOG.warning("Streamlit %s: per-element speed-ups not installed (written for %sx)",
                      streamlit.__version__, TESTED_ON)
         return False
-    # The run that installs is under way and may hold weak references to what is
-    # replaced (a script runner holds one to AppSession's event method): keep it alive.
-    _REPLACED.extend(vars(cls)[name] for cls, name in (
-        (app_session.AppSession, "_enqueue_forward_msg"),))
+    # The run that installs is under way and may still call what is replaced: keep
+    # Streamlit's own functions alive (a weak reference to one was collected once).
+    _REPLACED.append(app_session.AppSession._enqueue_forward_msg)
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
     session_state_proxy.SessionStateProxy.to_dict = to_dict
     app_session.AppSession._enqueue_forward_msg = enqueue_forward_msg
@@ -202,24 +132,5 @@ def install() -> bool:
 
 _REPLACED: list[Any] = []  # Streamlit's own functions, kept alive (see install)
 
-_EVENT_DETAILS = ("sender", "event", "forward_msg", "exception", "client_state",
-                  "page_script_hash", "fragment_ids_this_run", "pages", "run_descriptor")
 
-
-def _reads_by_key(cls: type) -> bool:
-    """Whether SafeSessionState still reads through its lock and its _state."""
-    import inspect
-
-    source = inspect.getsource(cls.__getitem__) + inspect.getsource(cls.__contains__)
-    return "self._lock" in source and "self._state" in source
-
-
-def _takes_details(handler: Any) -> bool:
-    """Whether the loop's handler takes the details this module passes by name."""
-    import inspect
-
-    return tuple(inspect.signature(handler).parameters)[1:] == _EVENT_DETAILS
-
-
-__all__ = ["FilteredStateView", "enqueue_forward_msg", "handle_queued_events", "has_state",
-           "install", "on_scriptrunner_event", "read_state", "to_dict"]
+__all__ = ["FilteredStateView", "enqueue_forward_msg", "install", "to_dict"]
