@@ -1,4 +1,4 @@
-"""Two costs that Streamlit 1.67 pays per element, removed in the server process
+"""Three costs that Streamlit 1.67 pays per element, removed in the server process
 (docs/deploy.md, "Full runs: Streamlit's per-element costs").
 
 1. Every keyed input (slider, select box, number box, radio, text box) asks Streamlit's
@@ -12,7 +12,15 @@
    the loop's self-pipe), even while an earlier wake-up is still pending. `install`
    skips the wake-up while one is pending: the pending flush sends this message too.
 
-Both are patches of Streamlit's private code, so `install` checks the version and the
+3. Before that, the script thread hands each event of a run (every message) to the
+   event loop with `call_soon_threadsafe`: the callback joins the loop's queue, and a
+   byte written to the loop's self-pipe wakes the loop, which then takes the
+   interpreter lock from the script thread (148 writes on a full run of tokens).
+   `install` writes the byte only when no earlier wake-up is still unanswered. Every
+   callback still joins the same queue in the same order, so the loop runs exactly
+   what it ran before, in the same order; only the redundant wake-ups are gone.
+
+All are patches of Streamlit's private code, so `install` checks the version and the
 shapes it relies on and otherwise leaves Streamlit as it is (logged); the tests in
 tests/unit/test_fast_runtime.py show each patch gives the same answers as the code
 it replaces.
@@ -21,6 +29,7 @@ it replaces.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -79,6 +88,68 @@ def enqueue_forward_msg(self: Any, msg: Any) -> None:
     callback()
 
 
+class LoopWakes:
+    """One event loop's wake-up state. `pending` holds while a wake-up written to the
+    self-pipe has not yet been answered: the loop has not yet run `answered`, which
+    joined its queue before the callback that came with the wake-up."""
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
+        self.pending = False
+
+    def call_soon(self, callback: Any) -> None:
+        """loop.call_soon_threadsafe(callback), writing to the self-pipe only when no
+        wake-up is pending. Under the lock, `answered` cannot run between the check and
+        the append: a callback appended without a wake-up is in the queue before the
+        loop runs `answered`, so the loop reaches it without blocking (it never waits
+        in select while its queue holds a callback)."""
+        loop = self.loop
+        loop._check_closed()
+        with self.lock:
+            wake = not self.pending
+            if wake:
+                self.pending = True
+                loop._call_soon(self.answered, (), None)
+            loop._call_soon(callback, (), None)
+        if wake:
+            loop._write_to_self()
+
+    def answered(self) -> None:  # on the loop's thread
+        with self.lock:
+            self.pending = False
+
+
+def loop_wakes(loop: Any) -> LoopWakes | None:
+    """The loop's LoopWakes, made once; None for a loop without asyncio's self-pipe
+    (those keep `call_soon_threadsafe`)."""
+    wakes = getattr(loop, "_tf_wakes", None)
+    if wakes is None and all(hasattr(loop, name) for name in _LOOP_PARTS):
+        with _WAKES_MADE:
+            wakes = getattr(loop, "_tf_wakes", None) or LoopWakes(loop)
+            loop._tf_wakes = wakes
+    return wakes
+
+
+_LOOP_PARTS = ("_call_soon", "_write_to_self", "_check_closed", "_ready")
+_WAKES_MADE = threading.Lock()
+
+
+def call_soon_on_event_loop(self: Any, callback: Any) -> None:
+    """AppSession._call_soon_on_event_loop with fewer wake-ups; a closed loop drops the
+    callback, as Streamlit's does."""
+    wakes = loop_wakes(self._event_loop)
+    try:
+        if wakes is None:
+            self._event_loop.call_soon_threadsafe(callback)
+        else:
+            wakes.call_soon(callback)
+    except RuntimeError:
+        if not self._event_loop.is_closed():
+            raise
+        _LOG.debug("Dropped event-loop callback", exc_info=True)
+
+
 def to_dict(self: Any) -> dict[str, Any]:
     """SessionStateProxy.to_dict: a dict, as its callers expect, not the view."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
@@ -97,7 +168,7 @@ def _left_out(key: str) -> bool:
 
 @cache
 def install() -> bool:
-    """Apply both patches once per process; False (and nothing changed) when this
+    """Apply the patches once per process; False (and nothing changed) when this
     Streamlit is not the one they were written against."""
     from streamlit.runtime import app_session, runtime
     from streamlit.runtime.state import (
@@ -115,6 +186,7 @@ def install() -> bool:
                    property),
         hasattr(session_state_proxy.SessionStateProxy, "to_dict"),
         hasattr(app_session.AppSession, "_enqueue_forward_msg"),
+        hasattr(app_session.AppSession, "_call_soon_on_event_loop"),
         hasattr(runtime.Runtime, "_enqueued_some_message"),
     )
     if not all(expected):
@@ -123,14 +195,17 @@ def install() -> bool:
         return False
     # The run that installs is under way and may still call what is replaced: keep
     # Streamlit's own functions alive (a weak reference to one was collected once).
-    _REPLACED.append(app_session.AppSession._enqueue_forward_msg)
+    for name in ("_enqueue_forward_msg", "_call_soon_on_event_loop"):
+        ORIGINALS.setdefault(name, getattr(app_session.AppSession, name))
     safe_session_state.SafeSessionState.filtered_state = property(FilteredStateView)
     session_state_proxy.SessionStateProxy.to_dict = to_dict
     app_session.AppSession._enqueue_forward_msg = enqueue_forward_msg
+    app_session.AppSession._call_soon_on_event_loop = call_soon_on_event_loop
     return True
 
 
-_REPLACED: list[Any] = []  # Streamlit's own functions, kept alive (see install)
+ORIGINALS: dict[str, Any] = {}  # AppSession's own methods, kept alive (see install)
 
 
-__all__ = ["FilteredStateView", "enqueue_forward_msg", "install", "to_dict"]
+__all__ = ["FilteredStateView", "LoopWakes", "call_soon_on_event_loop", "enqueue_forward_msg",
+           "install", "loop_wakes", "to_dict"]

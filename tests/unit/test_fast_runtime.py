@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 import types
 
 import pytest
@@ -123,3 +126,100 @@ def test_another_streamlit_release_is_left_as_it_is(monkeypatch: pytest.MonkeyPa
         fast_runtime.install.cache_clear()
         monkeypatch.undo()
         assert fast_runtime.install()  # as the rest of the test run has it
+
+
+# --- Wake-ups of the event loop: the same callbacks, in the same order, fewer writes ----
+def _idle_loop() -> asyncio.AbstractEventLoop:
+    """A loop that is not running, whose self-pipe writes are counted."""
+    loop = asyncio.new_event_loop()
+    loop.writes = 0
+    loop._write_to_self = lambda: setattr(loop, "writes", loop.writes + 1)
+    return loop
+
+
+def _queued(loop: asyncio.AbstractEventLoop) -> list:
+    return [handle._callback for handle in loop._ready
+            if handle._callback != loop._tf_wakes.answered]  # a new bound method each time
+
+
+def test_callbacks_join_the_queue_in_order_with_one_write_while_unanswered() -> None:
+    loop = _idle_loop()
+    try:
+        wakes = fast_runtime.loop_wakes(loop)
+        sent = [lambda i=i: i for i in range(50)]
+        for callback in sent:
+            wakes.call_soon(callback)
+        assert _queued(loop) == sent and loop.writes == 1
+        loop.call_soon(loop.stop)
+        loop.run_forever()  # runs them, `answered` first
+        assert not loop._ready and not wakes.pending
+        wakes.call_soon(sent[0])
+        assert loop.writes == 2  # answered: the next callback wakes the loop again
+    finally:
+        loop.close()
+
+
+def test_the_order_matches_streamlits_own_when_mixed_with_other_callbacks() -> None:
+    from streamlit.runtime import app_session
+
+    loop = _idle_loop()
+    try:
+        session = types.SimpleNamespace(_event_loop=loop)
+        own = fast_runtime.ORIGINALS["_call_soon_on_event_loop"]
+        assert own.__qualname__ == "AppSession._call_soon_on_event_loop"
+        assert app_session.AppSession._call_soon_on_event_loop is \
+            fast_runtime.call_soon_on_event_loop
+        sent = [lambda i=i: i for i in range(12)]
+        for i, callback in enumerate(sent):
+            (own if i % 3 == 0 else fast_runtime.call_soon_on_event_loop)(session, callback)
+        assert _queued(loop) == sent
+    finally:
+        loop.close()
+
+
+def test_a_running_loop_runs_every_callback_from_many_threads_in_each_threads_order() -> None:
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        wakes = fast_runtime.loop_wakes(loop)
+        seen: dict[int, list[int]] = {0: [], 1: [], 2: []}
+        done = threading.Event()
+        total = 3 * 3000
+
+        def send(thread: int) -> None:
+            for i in range(3000):
+                def callback(thread: int = thread, i: int = i) -> None:
+                    seen[thread].append(i)
+                    if sum(map(len, seen.values())) == total:
+                        done.set()
+                wakes.call_soon(callback)
+                if i % 500 == 0:
+                    time.sleep(0.001)  # let the loop go idle in between
+
+        senders = [threading.Thread(target=send, args=(n,)) for n in seen]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        assert done.wait(10), {n: len(v) for n, v in seen.items()}  # none left waiting
+        assert all(v == list(range(3000)) for v in seen.values())
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        loop.close()
+
+
+def test_a_closed_loop_drops_the_callback_as_streamlit_does() -> None:
+    loop = asyncio.new_event_loop()
+    loop.close()
+    session = types.SimpleNamespace(_event_loop=loop)
+    fast_runtime.call_soon_on_event_loop(session, lambda: None)  # no error
+
+
+def test_a_loop_without_a_self_pipe_keeps_call_soon_threadsafe() -> None:
+    calls = []
+    loop = types.SimpleNamespace(call_soon_threadsafe=calls.append, is_closed=lambda: False)
+    session = types.SimpleNamespace(_event_loop=loop)
+    fast_runtime.call_soon_on_event_loop(session, len)
+    assert fast_runtime.loop_wakes(loop) is None and calls == [len]
