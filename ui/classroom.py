@@ -30,6 +30,8 @@ _PRESENTER_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding: 0.5rem 2rem 2rem; max-width: 100%; }
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 20px !important; }
+/* A small label in markdown (":small[...]", a formula's) grows as captions do. */
+[data-testid="stMain"] p > span[style^="font-size"] { font-size: 20px !important; }
 [data-testid="stMain"] h1 { font-size: 2.2rem; }
 [data-testid="stMain"] .katex { font-size: 1.35em; }
 /* Sticky on the bar's wrapper: the bar itself fills its parent, so it had nowhere to

@@ -107,15 +107,16 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, None, num(answer, decimals), steps))
     with _box("kit.exercise_number", question):
-        left, right = st.columns([2, 1], vertical_alignment="bottom")
+        # One row (a single block, not three of st.columns), kept side by side on a phone.
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
         label = (t("kit.your_answer_exact") if tolerance == 0
                  else t("kit.your_answer", tol=num(tolerance, decimals)))
-        typed = left.number_input(
+        typed = row.number_input(
             label, value=None,
             step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
         # Enabled while the box is empty too: letters or 1e309 reach us as no number (the
         # box then looks empty), and Check is where the learner learns why.
-        pressed = right.button(t("kit.check"), key=f"{key}.check")
+        pressed = row.button(t("kit.check"), key=f"{key}.check")
         if pressed and (typed is None or not math.isfinite(typed)):
             refuse_number(t("kit.answer_box"))
         elif pressed:

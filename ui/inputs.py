@@ -93,17 +93,20 @@ def _note_key(key: str) -> str:
     return f"_{key}{state.PRIVATE}note"  # what the last edit's check found
 
 
+BOX_WIDTH = 130  # px: the exact box beside a slider holds "-0.05" and its - / + buttons
+
+
 def _slider_and_box(key: str, label: str, value: Any, limits: _Limits, slider: dict,
                     box: dict) -> Any:
     """A slider and an exact box, both views of session_state[key]."""
     slider_key, box_key = f"_{key}{state.PRIVATE}s", f"_{key}{state.PRIVATE}n"
     st.session_state[slider_key] = st.session_state[box_key] = value
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    with left:
+    # One row (a single block, not three of st.columns), side by side on a phone too.
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         st.slider(label, key=slider_key, on_change=_copy, args=(slider_key, key), **slider)
-    with right:
         st.number_input(label, key=box_key, on_change=_box_changed,
-                        args=(box_key, key, limits), label_visibility="collapsed", **box)
+                        args=(box_key, key, limits), label_visibility="collapsed",
+                        width=BOX_WIDTH, **box)
     return st.session_state[key]
 
 
