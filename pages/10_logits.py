@@ -5,9 +5,9 @@ from functools import partial
 
 import streamlit as st
 
-from tinyformer.lessons.decoding import tied_logits, tied_sizes
+from tinyformer.lessons.decoding import cut_of, tied_logits, tied_sizes
 from tinyformer.model import DecoderConfig
-from tinyformer.sampling import ARTICLE_TAIL, next_token_probs
+from tinyformer.sampling import ARTICLE_TAIL
 from tinyformer.softmax import softmax_steps
 from ui import chain, explain
 from ui.charts import bars
@@ -64,7 +64,8 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
         z = matrix_input("z", t("logits.logits"), [2, 1, 0], sliders=True,
                          slider_labels=list(PAYERS))
         st.caption(t("logits.from_above", z=vec(head_logits)))
-    plain = next_token_probs(z)
+    logits = tuple(z.tolist())  # [V] float64, the key of the cuts kept between runs
+    plain = cut_of(logits)
     soft = softmax_steps(z)
     with right:
         formula(r"p_i = \frac{e^{z_i}}{\sum_j e^{z_j}}",
@@ -75,7 +76,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
     st.warning(t("logits.not_legal", p=num(plain.probs[0])), icon=":material/gavel:")
 
     section(t("logits.cut_title"), folded=True)
-    worked = [next_token_probs(z, **settings) for _, settings in WORKED]
+    worked = [cut_of(logits, **settings) for _, settings in WORKED]
     rows = [label for label, _ in WORKED[:-1]] + [t("logits.greedy_row")]
     cooled = choice_exercise("cool", t("logits.ex_question"),
                              [t("logits.ex_up"), t("logits.ex_down"), t("logits.ex_same")],
@@ -97,7 +98,7 @@ def chosen_logits(head_logits) -> None:  # z, T, top-k and top-p: this part only
                        help=t("logits.top_k_help", v=V))
         top_p = number("p", t("logits.top_p"), 0.0, 1.0, 1.0, step=0.05, gesture="both")
     with shown_errors():
-        cut = next_token_probs(z, temp, top_k, top_p)
+        cut = cut_of(logits, temp, top_k, top_p)
         with right:
             bars(PAYERS, {t("logits.before"): cut.probs_before_filter.tolist(),
                           t("logits.after"): cut.probs.tolist()}, kept=cut.kept.tolist(),

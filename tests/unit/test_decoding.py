@@ -11,6 +11,7 @@ from tinyformer.errors import ParameterError, ShapeError
 from tinyformer.lessons.decoding import (
     MAX_NEW_TOKENS,
     cached_or_recomputed,
+    cut_of,
     generate,
     shared_start,
     tied_logits,
@@ -164,3 +165,14 @@ def test_the_cached_loop_refuses_what_generate_refuses(model) -> None:
     with pytest.raises(ShapeError) as info:
         cached_or_recomputed(model, [1] * 12, 5)
     assert info.value.key == "generation_too_long"
+
+
+@pytest.mark.parametrize("settings", [{}, {"temperature": 0.5}, {"temperature": 0},
+                                      {"top_k": 2}, {"top_p": 0.6}])
+def test_a_kept_cut_is_next_token_probs_of_the_same_logits(settings: dict) -> None:
+    logits = (2.0, 1.0, 0.0)
+    kept = cut_of(logits, **settings)
+    fresh = next_token_probs(torch.tensor(logits, dtype=torch.float64), **settings)
+    for field in ("scaled_logits", "probs_before_filter", "kept", "probs"):
+        assert torch.equal(getattr(kept, field), getattr(fresh, field)), field
+    assert cut_of(logits, **settings) is kept  # the next run reads the same trace

@@ -19,6 +19,7 @@ feeds only the newest id and computes its one row. The rows are read from the tr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,16 @@ MAX_NEW_TOKENS = 32  # a classroom loop, shown step by step
 
 
 # --- from the last hidden state to logits -----------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def cut_of(logits: tuple[float, ...], temperature: float = 1.0, top_k: int | None = None,
+           top_p: float | None = None) -> SamplingTrace:
+    """next_token_probs of the float64 vector `logits`, kept per value and settings: a
+    page draws the same few cuts of the same logits on every run (stage 10.1: nine).
+    The trace is shared between runs and sessions, so it is read, never written."""
+    return next_token_probs(torch.tensor(logits, dtype=torch.float64), temperature, top_k,
+                            top_p)
 
 
 @dataclass(frozen=True)
