@@ -9,8 +9,9 @@ from tinyformer.lessons.chain import WIDTH as HAND_WIDTH
 from tinyformer.lessons.chain import WORDS as HAND_WORDS
 from tinyformer.masks import position_ids
 from tinyformer.tokenizer import UNK_ID, CharVocab, embed, position_table, random_table, same_piece
-from ui import chain, explain
+from ui import chain, explain, state
 from ui.corpus import corpus_text
+from ui.drawer import drawer, is_open
 from ui.example import Q1, Q2, gloss, question_box
 from ui.exercise import after_answer, choice_exercise, number_exercise
 from ui.figures import heatmap
@@ -64,10 +65,13 @@ if n:
     table([labels, [str(i) for i in enc.ids]], columns=[str(i) for i in range(n)],
           index=[t("tokens.row_token"), t("tokens.row_id")], name=t("tokens.ids_title"))
 st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
-with st.expander(t("tokens.vocab_all", v=len(vocab))):
-    # Every character of the corpus: too long for st.table, so a frame that scrolls
-    table({t("tokens.row_token"): list(vocab.tokens)}, index_name="ID",
-          name=t("tokens.vocab_all", v=len(vocab)), height=400)
+# A drawer: the 184 rows are sent only while it is open, not on every full run.
+vocab_box = drawer(t("tokens.vocab_all", v=len(vocab)), key=state.private("vocab", "box"),
+                   icon=":material/list:")
+if is_open(vocab_box):
+    with vocab_box:  # every character of the corpus: too long for st.table, so it scrolls
+        table({t("tokens.row_token"): list(vocab.tokens)}, index_name="ID",
+              name=t("tokens.vocab_all", v=len(vocab)), height=400)
 # --- 2. Each ID selects a row: X [N, d] --------------------------------------------
 rows_answered = choice_exercise("rows", t("tokens.ex_question"),
                                 [t(f"tokens.ex_{k}") for k in "abcd"], correct=2,
