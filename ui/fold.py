@@ -43,11 +43,18 @@ def fold(next_title: str) -> None:
     state.write_url(key, is_open, False, state.BOOL_CODEC)
     if is_open:
         return
-    if st.button(t("kit.fold_continue", title=next_title), key=state.private(NAME, "open"),
-                 type="primary", icon=":material/expand_more:"):
-        st.session_state[key] = True
-        # A whole run, also from inside a section (st.fragment): the page's later
-        # sections are drawn too, and the URL gets "<stage>.more=true".
-        st.rerun(scope="app")
+    # Opened by the click's callback, before the next run: that run draws the rest at
+    # once (no folded run first). From inside a section (st.fragment) only the section
+    # would rerun: ui/page.py then makes it a whole run (JUST_OPENED).
+    st.button(t("kit.fold_continue", title=next_title), key=state.private(NAME, "open"),
+              type="primary", icon=":material/expand_more:", on_click=_open, args=(key,))
     st.caption(t("kit.fold_note"))
     raise Folded
+
+
+JUST_OPENED = "_fold_just_opened"  # set by Continue, cleared by the next whole run
+
+
+def _open(key: str) -> None:
+    st.session_state[key] = True
+    st.session_state[JUST_OPENED] = True

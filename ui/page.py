@@ -12,9 +12,10 @@ from functools import wraps
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 from streamlit.navigation.page import StreamlitPage
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui import class_session, classroom, exercise, handout, state
-from ui.fold import Folded
+from ui.fold import JUST_OPENED, Folded
 from ui.fold import fold as fold  # re-exported: a page imports its kit from ui.page
 from ui.i18n import current_lang, t
 from ui.stages import HOME, Stage, by_id
@@ -77,6 +78,12 @@ def device_name() -> str:
     return "cuda" if wanted == "cuda" and torch.cuda.is_available() else "cpu"
 
 
+def _section_rerun() -> bool:
+    """Whether this run is a section's own rerun (st.fragment), not a whole run."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
 def part(func: Callable[..., None]) -> Callable[..., None]:
     """A section of a page that reruns alone when one of its own inputs changes
     (st.fragment): a slider there costs that section's work, not the whole page's.
@@ -110,6 +117,8 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
         class_session.sync(state.current_stage())  # a step walked here moves the class
         if st.session_state.pop(exercise.FIRST_ANSWER, False):
             st.rerun(scope="app")  # content gated on this answer may sit outside the section
+        if st.session_state.get(JUST_OPENED) and _section_rerun():
+            st.rerun(scope="app")  # Continue, pressed here: the rest of the page, not only this
         return folded
 
     @wraps(func)
