@@ -108,6 +108,12 @@ _TAG = re.compile(r"</?(?:span|abbr|b|i|em|strong|code|sub|sup|br|div|p|a)\b[^<>
 BAD_CELL = "abc"
 
 
+def display_math(at: AppTest) -> int:
+    """Blocks of display math on the page: st.latex's, and those a formula's side writes
+    in its markdown (ui/formula.py: a label, then "$$ ... $$")."""
+    return len(at.latex) + sum(m.value.count("\n$$\n") for m in at.markdown)
+
+
 def type_bad(page: str, key: str, text: str) -> AppTest:
     """Type `text` into the matrix input `key` ("softmax.Q"): exactly one message, no
     exception."""

@@ -151,7 +151,10 @@ def test_callbacks_join_the_queue_in_order_with_one_write_while_unanswered() -> 
             wakes.call_soon(callback)
         assert _queued(loop) == sent and loop.writes == 1
         loop.call_soon(loop.stop)
-        loop.run_forever()  # runs them, `answered` first
+        # On a thread of its own: the test runner's thread may have a loop running.
+        runner = threading.Thread(target=loop.run_forever)  # runs them, `answered` first
+        runner.start()
+        runner.join(5)
         assert not loop._ready and not wakes.pending
         wakes.call_soon(sent[0])
         assert loop.writes == 2  # answered: the next callback wakes the loop again
