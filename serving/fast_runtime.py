@@ -131,6 +131,9 @@ def loop_wakes(loop: Any) -> LoopWakes | None:
     return wakes
 
 
+# asyncio's selector loops: besides what call_soon uses, `_ready`, the queue whose being
+# non-empty keeps the loop from waiting in select (what a callback without a wake-up
+# relies on).
 _LOOP_PARTS = ("_call_soon", "_write_to_self", "_check_closed", "_ready")
 _WAKES_MADE = threading.Lock()
 

@@ -21,7 +21,7 @@ import streamlit as st
 from ui import class_session, classroom, handout, state
 from ui.fmt import num
 from ui.i18n import t
-from ui.inputs import refuse_number
+from ui.inputs import refuse_number, row
 
 SHORT_OPTION = 20  # display width (a Chinese character counts 2): these fit side by side
 
@@ -107,16 +107,15 @@ def number_exercise(name: str, question: str, answer: float, steps: str, *,
     key = state.kit_key(f"ex.{name}")
     handout.add("exercise", (question, None, num(answer, decimals), steps))
     with _box("kit.exercise_number", question):
-        # One row (a single block, not three of st.columns), kept side by side on a phone.
-        row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+        line = row()
         label = (t("kit.your_answer_exact") if tolerance == 0
                  else t("kit.your_answer", tol=num(tolerance, decimals)))
-        typed = row.number_input(
+        typed = line.number_input(
             label, value=None,
             step=10.0 ** -decimals, format=f"%.{decimals}f", key=f"{key}.value")
         # Enabled while the box is empty too: letters or 1e309 reach us as no number (the
         # box then looks empty), and Check is where the learner learns why.
-        pressed = row.button(t("kit.check"), key=f"{key}.check")
+        pressed = line.button(t("kit.check"), key=f"{key}.check")
         if pressed and (typed is None or not math.isfinite(typed)):
             refuse_number(t("kit.answer_box"))
         elif pressed:

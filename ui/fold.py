@@ -16,6 +16,8 @@ the page's body ends there and the footer follows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import streamlit as st
 
 from ui import state
@@ -45,16 +47,19 @@ def fold(next_title: str) -> None:
         return
     # Opened by the click's callback, before the next run: that run draws the rest at
     # once (no folded run first). From inside a section (st.fragment) only the section
-    # would rerun: ui/page.py then makes it a whole run (JUST_OPENED).
+    # would rerun: ui/page.py then makes it a whole run (see opened_between).
     st.button(t("kit.fold_continue", title=next_title), key=state.private(NAME, "open"),
               type="primary", icon=":material/expand_more:", on_click=_open, args=(key,))
     st.caption(t("kit.fold_note"))
     raise Folded
 
 
-JUST_OPENED = "_fold_just_opened"  # set by Continue, cleared by the next whole run
-
-
 def _open(key: str) -> None:
     st.session_state[key] = True
-    st.session_state[JUST_OPENED] = True
+
+
+def opened_between(before: Mapping[str, str], now: Mapping[str, str]) -> bool:
+    """Did the rest of the page open between two URLs of the stage (its fold's
+    parameter absent before, present now)?"""
+    key = fold_key()
+    return key not in before and key in now

@@ -38,8 +38,8 @@ from ui import (
     state,
 )
 from ui.drawer import drawer, is_open
-from ui.fold import JUST_OPENED, Folded
 from ui.fold import NAME as FOLD_NAME
+from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, set_lang, t
 from ui.inputs import choice
 from ui.page import DEVICE, link_to, st_page, stage_label
@@ -131,7 +131,6 @@ def around(page: StreamlitPage | str) -> Iterator[Stage]:
         link_to(HOME, t("kit.back_home"), icon=":material/home:")
     # This whole run drew every section after an answer given in it: no second run.
     st.session_state.pop(exercise.FIRST_ANSWER, None)
-    st.session_state.pop(JUST_OPENED, None)  # a Continue this whole run has drawn
     class_session.sync(stage.id)
     _footer_nav(stage)
     if is_open(share_box):

@@ -15,7 +15,7 @@ from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui import class_session, classroom, exercise, handout, state
-from ui.fold import JUST_OPENED, Folded
+from ui.fold import Folded, opened_between
 from ui.fold import fold as fold  # re-exported: a page imports its kit from ui.page
 from ui.i18n import current_lang, t
 from ui.stages import HOME, Stage, by_id
@@ -117,7 +117,7 @@ def part(func: Callable[..., None]) -> Callable[..., None]:
         class_session.sync(state.current_stage())  # a step walked here moves the class
         if st.session_state.pop(exercise.FIRST_ANSWER, False):
             st.rerun(scope="app")  # content gated on this answer may sit outside the section
-        if st.session_state.get(JUST_OPENED) and _section_rerun():
+        if _section_rerun() and opened_between(url_before, state.url_now()):
             st.rerun(scope="app")  # Continue, pressed here: the rest of the page, not only this
         return folded
 
