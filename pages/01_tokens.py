@@ -65,7 +65,7 @@ if n:
     table([labels, [str(i) for i in enc.ids]], columns=[str(i) for i in range(n)],
           index=[t("tokens.row_token"), t("tokens.row_id")], name=t("tokens.ids_title"))
 st.caption(t("tokens.vocab_note", v=len(vocab), n=n))
-# A drawer: the 184 rows are sent only while it is open, not on every full run.
+# A drawer: the vocabulary's rows (one per token) are sent only while it is open.
 vocab_box = drawer(t("tokens.vocab_all", v=len(vocab)), key=state.private("vocab", "box"),
                    icon=":material/list:")
 if is_open(vocab_box):

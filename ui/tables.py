@@ -146,7 +146,7 @@ def _from_frame(content: _Content) -> _Converted:
 
 
 # st.table and st.dataframe turn the Arrow table into bytes on every call (0.3 ms for a
-# small table, more for the 184 rows of the vocabulary): a kept table's bytes are made
+# small table, more for the whole vocabulary): a kept table's bytes are made
 # once. Streamlit looks the function up on dataframe_util at every call, so it is
 # replaced for every caller; it answers as Streamlit's own for anything but a kept table.
 _KEPT_BY_ID: weakref.WeakValueDictionary[int, _Converted] = weakref.WeakValueDictionary()
