@@ -8,11 +8,12 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import pre_tokenizers
+from tokenizers import Tokenizer, pre_tokenizers
 
 from tinyformer.bpe import (
     DEFAULT_VOCAB_SIZE,
     MAX_TEXT_CHARS,
+    BPETokenizer,
     compare_cuts,
     display_bytes,
     display_token,
@@ -216,6 +217,18 @@ def test_first_merges_cut_like_replaying_the_merges_in_order(bpe, k: int) -> Non
         assert list(enc.tokens) == _replay(bpe, text, k)
         assert [bpe.token(i) for i in enc.ids] == list(enc.tokens)  # the same IDs as the full one
         assert bpe.decode(enc.ids) == text
+
+
+@pytest.mark.parametrize("k", [0, 1, 60, 143])
+def test_a_prefix_shares_what_its_own_json_says(bpe, k: int) -> None:
+    """first_merges(k) shares the full tokenizer's vocabulary and merges: the same as a
+    tokenizer read back from the prefix's own JSON."""
+    short = bpe.first_merges(k)
+    read_back = BPETokenizer(Tokenizer.from_str(short.to_str()))
+    assert short.merges == read_back.merges == bpe.merges[:k]
+    assert all(a is b for a, b in zip(short.merges, bpe.merges, strict=False))  # shared
+    assert [short.token(i) for i in range(short.vocab_size)] == \
+        [read_back.token(i) for i in range(read_back.vocab_size)]
 
 
 def test_first_merges_ends_are_bytes_and_the_full_tokenizer(bpe) -> None:
