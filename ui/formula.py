@@ -6,7 +6,7 @@ import textwrap
 
 import streamlit as st
 
-from ui import handout
+from ui import handout, state
 from ui.i18n import t
 
 
@@ -15,12 +15,22 @@ def formula(symbolic: str, live: str | None = None) -> None:
     if live is None:
         st.latex(symbolic)
         return
-    left, right = st.columns([2, 3], vertical_alignment="top")
-    # Each side one element, its label and its math: a full run sends 5 messages for a
-    # formula, not 7 (every element costs about 0.1 ms a run, docs/deploy.md). Both
-    # sides are labelled, so the two lines of math align.
-    left.markdown(labelled(t("kit.formula"), symbolic))
-    right.markdown(labelled(t("kit.with_numbers"), live))
+    # One row, each side one element (its label and its math): a full run sends 3
+    # messages for a formula, where columns sent 5 and separate labels 7 (every element
+    # costs about 0.1 ms a run, docs/deploy.md). The row's key names it for the frame's
+    # CSS (ROW_CSS): sides 2 : 3 like the columns they replace, one above the other where
+    # the row is too narrow for both. Both sides are labelled, so the math aligns.
+    with st.container(horizontal=True, wrap=True, gap="medium",
+                      key=f"{ROW_KEY}{state.count_in_run('formula')}"):
+        st.markdown(labelled(t("kit.formula"), symbolic))
+        st.markdown(labelled(t("kit.with_numbers"), live))
+
+
+ROW_KEY = "formula-row-"
+ROW_CSS = f"""
+div[class*="st-key-{ROW_KEY}"] > div {{ flex: 2 1 18rem; min-width: 0; }}
+div[class*="st-key-{ROW_KEY}"] > div:last-child {{ flex: 3 1 18rem; }}
+"""
 
 
 def labelled(label: str, latex: str) -> str:

@@ -12,6 +12,7 @@ previous / next links, and a guard so that nothing escapes a page as Streamlit's
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from ui import (
     class_session,
     classroom,
     exercise,
+    formula,
     handout,
     html_links,
     presenter,
@@ -41,7 +43,7 @@ from ui.drawer import drawer, is_open
 from ui.fold import NAME as FOLD_NAME
 from ui.fold import Folded
 from ui.i18n import LANG_NAMES, LANGS, current_lang, lang_from_locale, set_lang, t
-from ui.inputs import choice
+from ui.inputs import SLIDER_GRID_CSS, choice
 from ui.page import DEVICE, link_to, st_page, stage_label
 from ui.stages import (
     HOME,
@@ -64,6 +66,15 @@ _RESET = "_reset_page"
 SHARE_BOX = "_share_box"
 DOWNLOADS_BOX = "_dl_box"
 ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.png"
+
+
+@cache
+def icon_url() -> str:
+    """The tab's icon as a data URL, read once. Given a file's path, Streamlit reads the
+    file, opens it as an image and files it with its media store on every full run."""
+    return "data:image/png;base64," + base64.b64encode(ICON.read_bytes()).decode("ascii")
+
+
 _CSS = """<style>
 /* No empty band above the title. */
 [data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
@@ -73,7 +84,7 @@ _CSS = """<style>
    exercise's answer box (keys "_stage.ex.name...") keeps its own. */
 [data-testid="stElementContainer"]:not([class*="-ex-"])
   [data-testid="stNumberInputClearButton"] { display: none; }
-</style>"""
+""" + formula.ROW_CSS + SLIDER_GRID_CSS + "</style>"
 
 
 def navigation() -> StreamlitPage:
@@ -91,9 +102,10 @@ def navigation() -> StreamlitPage:
     return st.navigation(sections, position="sidebar", expanded=True)
 
 
-def resolve_lang() -> str:
+def resolve_lang(resend: bool = True) -> str:
     """The session's language: the URL's, else the session's (a link from Streamlit's
-    own navigation carries none), else the browser locale's. Always in the URL."""
+    own navigation carries none), else the browser locale's. Always in the URL; resend:
+    written again even when the URL holds it (once a run is enough)."""
     asked = st.query_params.get(state.LANG)
     kept = st.session_state.get(state.LANG)
     lang = asked if asked in LANGS else kept if kept in LANGS else \
@@ -101,7 +113,8 @@ def resolve_lang() -> str:
     _set_language(lang)
     # Sent on every whole run, even unchanged: the browser's address then holds every
     # value, also those written in a section's rerun that a whole run replaced.
-    st.query_params[state.LANG] = lang
+    if resend or st.query_params.get(state.LANG) != lang:
+        st.query_params[state.LANG] = lang
     return lang
 
 
@@ -154,12 +167,12 @@ def _one_torch_thread() -> None:
 
 
 def _set_up(stage: Stage) -> None:
-    resolve_lang()  # again: a test may draw the frame without the navigation
+    resolve_lang(resend=False)  # again: a test may draw the frame without the navigation
     state.enter(stage.id)
     presenting = classroom.resolve_presenting()
     st.set_page_config(
         page_title=f"tinyformer · {t(f'{stage.id}.title')}",
-        page_icon=str(ICON),
+        page_icon=icon_url(),
         layout="wide",
         # "auto": open on a wide screen, closed on a phone, where it would cover the page.
         initial_sidebar_state="collapsed" if presenting else "auto",

@@ -29,6 +29,14 @@ from ui.parse import MAX_TEXT, ParseError, format_matrix, parse_matrix
 from ui.state import choice_codec, number_codec, text_codec
 
 MAX_SLIDERS = 8  # more sliders than this stop being a gesture and become a form
+SLIDERS_PER_LINE = 4  # at most, side by side: more are too narrow to drag on a phone
+SLIDER_GRID_KEY = "sliders-"  # + sliders per line + "-" + the matrix's key
+# A line of n sliders: each 1/n of it, less its share of the gaps, so the n+1st starts
+# the next line and a short last line keeps the widths of the others.
+SLIDER_GRID_CSS = f'div[class*="st-key-{SLIDER_GRID_KEY}"] {{ gap: 1rem; }}\n' + "".join(
+    f'div[class*="st-key-{SLIDER_GRID_KEY}{n}-"] > div '
+    f"{{ flex: 0 0 calc((100% - {n - 1}rem) / {n}); min-width: 0; }}\n"
+    for n in range(1, SLIDERS_PER_LINE + 1))
 
 
 # --- Plain inputs -----------------------------------------------------------------------
@@ -321,20 +329,22 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     lo = min(slider_range[0], math.floor(min(flat)))
     hi = max(slider_range[1], math.ceil(max(flat)))
     cols = len(grid[0])
-    for row in range(len(grid)):
-        # One line of sliders per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too:
-        # Streamlit's columns stack below 640 px, one full-width slider each, where a
-        # horizontal container keeps them side by side (up to four: more would be too
-        # narrow to drag on a phone, so they wrap).
-        with st.container(horizontal=True, wrap=cols > 4, gap="small"):
-            for col in range(cols):
-                index = row * cols + col
-                slider_key = f"_{key}{state.PRIVATE}{index}"
-                st.session_state[slider_key] = flat[index]
-                label = labels[index] if labels else _component_label(index, cols, vector)
-                st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
-                          on_change=_slider_moved, args=(key, index, cols, vector),
-                          format="%.2f")
+    per_line = min(cols, SLIDERS_PER_LINE)
+    # One row per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too: the frame's
+    # CSS (SLIDER_GRID_CSS) gives each slider 1/per_line of the line, so a line breaks
+    # where a matrix row ends. One container for the whole matrix, not one per row: each
+    # block is one more message on every full run (docs/deploy.md). Streamlit's columns
+    # would stack below 640 px, one full-width slider each; more than four side by side
+    # would be too narrow to drag on a phone, so a longer row takes two lines.
+    with st.container(horizontal=True, wrap=True, gap="small",
+                      key=f"{SLIDER_GRID_KEY}{per_line}-{key}"):
+        for index, value in enumerate(flat):
+            slider_key = f"_{key}{state.PRIVATE}{index}"
+            st.session_state[slider_key] = value
+            label = labels[index] if labels else _component_label(index, cols, vector)
+            st.slider(label, float(lo), float(hi), step=0.1, key=slider_key,
+                      on_change=_slider_moved, args=(key, index, cols, vector),
+                      format="%.2f")
 
 
 def _component_label(index: int, cols: int, vector: bool) -> str:

@@ -176,21 +176,39 @@ def test_a_component_slider_changes_only_its_component():
     assert [s.label for s in at.main.slider] == ["v1", "v2"]
 
 
-def _slider_rows(block) -> list[tuple[list[str], bool, bool]]:
-    """(labels, horizontal, wraps) of each block that holds sliders itself."""
+def _slider_blocks(block) -> list[tuple[str, list[str], bool]]:
+    """(key, labels, horizontal) of each block that holds sliders itself."""
     kids = list(getattr(block, "children", {}).values())
-    found = [[c.label for c in kids if getattr(c, "type", "") == "slider"]]
-    flex = block.proto.flex_container if hasattr(block.proto, "flex_container") else None
-    rows = [(found[0], flex is not None and flex.direction == flex.HORIZONTAL,
-             flex is not None and flex.wrap)] if found[0] else []
-    return rows + [row for kid in kids for row in _slider_rows(kid)]
+    labels = [c.label for c in kids if getattr(c, "type", "") == "slider"]
+    flex = getattr(block.proto, "flex_container", None) if hasattr(block, "proto") else None
+    found = [(block.proto.id.split("-", 2)[2], labels,
+              flex is not None and flex.direction == flex.HORIZONTAL)] if labels else []
+    return found + [row for kid in kids for row in _slider_blocks(kid)]
 
 
-def test_a_vectors_sliders_share_one_line_that_does_not_wrap():
-    """On a phone Streamlit's columns stack (one full-width slider each); a horizontal
-    container that does not wrap keeps v[0] and v[1] side by side (checked in Chromium at
-    390 and 1280 px)."""
-    assert _slider_rows(_run(_matrix).main) == [(["v1", "v2"], True, False)]
+def _sliders():
+    from ui.frame import around
+    from ui.inputs import matrix_input
+
+    with around("softmax"):
+        matrix_input("v", "v", [1, 2], sliders=True)
+        matrix_input("W", "W", [[1, 0, 1], [0, 1, -1]], rows=2, sliders=True)
+
+
+def test_a_matrix_s_sliders_are_one_block_its_lines_as_long_as_its_rows():
+    """One horizontal block a matrix, its key saying how many sliders share a line: the
+    frame's CSS breaks the line where a matrix row ends (on a phone too, where columns
+    would stack: checked in Chromium at 390 and 1280 px)."""
+    from ui.inputs import SLIDER_GRID_CSS, SLIDER_GRID_KEY
+
+    blocks = _slider_blocks(_run(_sliders).main)
+    assert [(key.split("-softmax")[0], labels, horizontal)
+            for key, labels, horizontal in blocks] == [
+        (f"{SLIDER_GRID_KEY}2", [EN["input.component"].format(i=i) for i in range(2)], True),
+        (f"{SLIDER_GRID_KEY}3", [EN["input.cell"].format(r=r, c=c)
+                                 for r in range(2) for c in range(3)], True)]
+    assert f'st-key-{SLIDER_GRID_KEY}3-"] > div {{ flex: 0 0 calc((100% - 2rem) / 3)' \
+        in SLIDER_GRID_CSS
 
 
 # --- heatmap click -------------------------------------------------------------------------
@@ -570,3 +588,36 @@ def test_a_long_class_address_keeps_its_first_part_and_says_so():
     assert at.sidebar.text_input("_share_address").value == pasted[:MAX_ADDRESS]
     assert [w.value for w in at.sidebar.warning] == [
         EN["input.text_cut"].format(n=len(pasted), limit=MAX_ADDRESS)]
+
+
+# --- formula ---------------------------------------------------------------------------------
+def _formulas():
+    import streamlit as st
+
+    from ui.formula import formula
+    from ui.frame import around
+
+    with around("softmax"):
+        formula("a = b", "a = 1")
+        formula("c = d", "c = 2")
+        formula("e")  # symbols alone: display math, no row
+        st.button("again")
+
+
+def test_a_formula_is_one_row_of_two_labelled_sides_keyed_anew_each_run():
+    from ui.formula import ROW_KEY
+
+    at = _run(_formulas)
+    for _ in range(2):  # the second run keys its rows as the first did, no duplicate key
+        rows = [b for b in at.main.children.values()
+                if type(b).__name__ == "Block" and ROW_KEY in b.proto.id]
+        assert [b.proto.id.rsplit("-", 1)[1] for b in rows] == ["0", "1"]
+        assert all(b.proto.flex_container.wrap for b in rows)  # one above the other, narrow
+        sides = [[m.value for m in b.children.values()] for b in rows]
+        assert sides == [[f":small[{EN['kit.formula']}]\n\n$$\na = b\n$$",
+                          f":small[{EN['kit.with_numbers']}]\n\n$$\na = 1\n$$"],
+                         [f":small[{EN['kit.formula']}]\n\n$$\nc = d\n$$",
+                          f":small[{EN['kit.with_numbers']}]\n\n$$\nc = 2\n$$"]]
+        assert [x.value for x in at.main.latex] == ["$$\ne\n$$"]  # st.latex's own
+        at.button[0].click().run()
+        assert not at.exception

@@ -40,3 +40,17 @@ def test_requirements_pin_torch_and_streamlit():
 def test_config_file_is_valid_toml():
     with open(ROOT / ".streamlit" / "config.toml", "rb") as handle:
         assert tomllib.load(handle)["runner"]["postScriptGC"] is False
+
+
+def test_tab_icon_is_passed_as_a_data_url_streamlit_keeps_as_it_is():
+    """A path would be read, opened as an image and filed on every full run."""
+    import base64
+
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from ui.frame import ICON, icon_url
+
+    url = icon_url()
+    assert url.startswith("data:image/png;base64,")
+    assert base64.b64decode(url.split(",", 1)[1]) == ICON.read_bytes()
+    assert _get_favicon_string(url) == url
