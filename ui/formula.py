@@ -6,7 +6,7 @@ import textwrap
 
 import streamlit as st
 
-from ui import handout, state
+from ui import handout
 from ui.i18n import t
 
 
@@ -17,19 +17,21 @@ def formula(symbolic: str, live: str | None = None) -> None:
         return
     # One row, each side one element (its label and its math): a full run sends 3
     # messages for a formula, where columns sent 5 and separate labels 7 (every element
-    # costs about 0.1 ms a run, docs/deploy.md). The row's key names it for the frame's
-    # CSS (ROW_CSS): sides 2 : 3 like the columns they replace, one above the other where
-    # the row is too narrow for both. Both sides are labelled, so the math aligns.
-    with st.container(horizontal=True, wrap=True, gap="medium",
-                      key=f"{ROW_KEY}{state.count_in_run('formula')}"):
+    # costs about 0.1 ms a run, docs/deploy.md). The frame's CSS (ROW_CSS) gives the
+    # sides 2 : 3 like the columns they replace, one above the other where the row is too
+    # narrow for both. Both sides are labelled, so the math aligns.
+    with st.container(horizontal=True, wrap=True, gap="medium"):
         st.markdown(labelled(t("kit.formula"), symbolic))
         st.markdown(labelled(t("kit.with_numbers"), live))
 
 
-ROW_KEY = "formula-row-"
+# A formula's row is the one horizontal block whose elements hold display math (no key
+# names it: a key must be unique in a run, and a section's rerun counts anew).
+_SIDE = ('[data-testid="stHorizontalBlock"]:has(> [data-testid="stElementContainer"] '
+         '.katex-display) > [data-testid="stElementContainer"]')
 ROW_CSS = f"""
-div[class*="st-key-{ROW_KEY}"] > div {{ flex: 2 1 18rem; min-width: 0; }}
-div[class*="st-key-{ROW_KEY}"] > div:last-child {{ flex: 3 1 18rem; }}
+{_SIDE} {{ flex: 2 1 18rem; min-width: 0; }}
+{_SIDE}:last-child {{ flex: 3 1 18rem; }}
 """
 
 

@@ -295,17 +295,6 @@ def once_per_run(name: str) -> bool:
     return True
 
 
-def count_in_run(name: str) -> int:
-    """0 the first time it is asked in this run, then 1, 2 ...: unique keys for
-    elements drawn any number of times a run (a formula's row)."""
-    flag = f"_{name}{PRIVATE}count"
-    run = st.session_state.get(_RUN)
-    last = st.session_state.get(flag)
-    n = last[1] + 1 if last is not None and last[0] == run else 0
-    st.session_state[flag] = (run, n)
-    return n
-
-
 def kit_key(name: str) -> str:
     """A key for kit state that is no input (a clicked cell, an exercise answer)."""
     return f"_{current_stage()}.{name}"
