@@ -364,6 +364,11 @@ class Measurement:
     cpu_ms: float | None = None  # the server's CPU per timed rerun
     kind: str = "section"  # "section": the page's first input; "full": whole page, no fragment
     fragment_runs: int = 0  # timed reruns sent with a fragment id (a section alone)
+    paired: list[float] = field(default_factory=list)  # --paired: the reference's, alternated
+
+    @property
+    def paired_median(self) -> float | None:
+        return statistics.median(self.paired) if self.paired else None
 
     @property
     def median(self) -> float | None:
@@ -383,14 +388,36 @@ def measure(port: int, page: str, url_name: str, args: argparse.Namespace,
     page's first input; "full": a whole-page rerun without a fragment id)."""
     result = Measurement(page, kind=kind)
     try:
-        with Tab.open(port, args.timeout) as tab:
-            _measure(tab, url_name, args, result)
+        with Tab.open(port, args.timeout) as tab, contextlib.ExitStack() as stack:
+            paired = None
+            if getattr(args, "reference_port", None):  # --paired
+                paired = _Paired(stack.enter_context(Tab.open(args.reference_port,
+                                                              args.timeout)))
+            _measure(tab, url_name, args, result, paired)
     except Exception as error:  # a broken page must not stop the others
         result.problem = f"{type(error).__name__}: {error}"
     return result
 
 
-def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurement) -> None:
+class _Paired:
+    """--paired: a session on the reference page whose slider changes once after every
+    timed rerun of the page, so the page and the reference are timed in the same minutes
+    (this machine's speed drifts by up to 2x within minutes)."""
+
+    def __init__(self, tab: Tab) -> None:
+        self.tab = tab
+        first = tab.rerun([])
+        self.knob = find_knob(first.elements, None) or PLAIN
+        self.index = 0
+
+    def rerun(self) -> RunResult:
+        self.index += 1
+        value = self.knob.values[self.index % 2]
+        return self.tab.rerun([self.knob.state(value)] if self.knob.widget_id else [])
+
+
+def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurement,
+             paired: _Paired | None = None) -> None:
     pause = max(0.0, getattr(args, "pause", 0.0)) / 1000
     tab.query_string = whole_page_query(result.page)
     first = tab.rerun([], page_name=url_name)
@@ -420,6 +447,11 @@ def _measure(tab: Tab, url_name: str, args: argparse.Namespace, result: Measurem
         if knob.widget_id and not result.problem and all(
                 _widget_id(e) != knob.widget_id for _, e in run.elements):
             result.problem = f"{knob.description} was gone after rerun {index + 1}"
+        if paired is not None:
+            time.sleep(pause)
+            reference = paired.rerun()
+            if index >= args.warmup and reference.status == FINISHED_OK:
+                result.paired.append(reference.ms)
         if index < args.warmup:
             continue
         if run.status != FINISHED_OK:
@@ -507,12 +539,15 @@ def fmt(value: float | None) -> str:
 def report(reference: Measurement, results: list[Measurement],
            target: float = TARGET_RATIO) -> None:
     base = reference.median
+    paired = any(item.paired for item in results)
     header = ("page", "rerun sent", "open ms", "median ms", "p95 ms", "server CPU ms",
-              "ratio", f"<= {target:g}x", "fail", "exc")
+              *(("paired ref ms",) if paired else ()), "ratio", f"<= {target:g}x", "fail",
+              "exc")
     rows = []
     for item in [reference, *results]:
         median = item.median
-        ratio = median / base if median is not None and base else None
+        against = item.paired_median if paired and item is not reference else base
+        ratio = median / against if median is not None and against else None
         verdict = "-" if ratio is None else ("yes" if ratio <= target else "no")
         if item is reference:
             verdict = "(ref)"
@@ -521,7 +556,10 @@ def report(reference: Measurement, results: list[Measurement],
             sent += (" (section alone)" if item.fragment_runs == len(item.times) + item.failures
                      else " (whole page)" if item.fragment_runs == 0 else " (mixed)")
         rows.append((item.page, sent, fmt(item.open_ms), fmt(median), fmt(item.p95),
-                     fmt(item.cpu_ms), "-" if ratio is None else f"{ratio:.2f}", verdict,
+                     fmt(item.cpu_ms),
+                     *((fmt(item.paired_median if item is not reference else base),)
+                       if paired else ()),
+                     "-" if ratio is None else f"{ratio:.2f}", verdict,
                      str(item.failures),
                      str(item.exceptions)))
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
@@ -562,6 +600,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="serve app.py from this checkout (another commit's worktree, "
                              "same .venv); the reference page stays this one's")
+    parser.add_argument("--paired", action="store_true",
+                        help="time the reference after every rerun of each page, and give "
+                             "each page's ratio against those (for a machine whose speed "
+                             "drifts within minutes)")
     parser.add_argument("--knob", action="append", default=[], metavar="PAGE=TEXT",
                         help="change, on PAGE, the first input whose key or label contains "
                              "TEXT (default: the page's first input); repeatable")
@@ -600,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
             # The reference before and after the pages: drift shows as a difference.
             args.server_pid = reference_server.process.pid
             before = measure(reference_server.port, "reference", "", args)
+            args.reference_port = reference_server.port if args.paired else None
             for stage_id, path, url_name in pages:
                 print(f"  measuring {stage_id} ({path}) ...", flush=True)
                 args.server_pid = app.process.pid
@@ -609,6 +652,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"app server exited:\n{app.tail()}")
                     break
             args.server_pid = reference_server.process.pid
+            args.reference_port = None
             after = measure(reference_server.port, "reference", "", args)
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped")
@@ -620,7 +664,9 @@ def main(argv: list[str] | None = None) -> int:
                             before.problem or after.problem,
                             sum(cpus) / len(cpus) if cpus else None)
     print(f"\nreference median: {fmt(before.median)} ms before the pages, "
-          f"{fmt(after.median)} ms after; the ratio uses both together.")
+          f"{fmt(after.median)} ms after; "
+          + ("each page's ratio uses the reference reruns alternated with its own (--paired)."
+             if args.paired else "the ratio uses both together."))
     print(f"target: a page's median rerun <= {args.target:g}x the reference's "
           "(yes/no below; printed, never enforced)")
     titles = {"section": "SECTION reruns: the page's first input changed (a section alone "
@@ -634,7 +680,9 @@ def main(argv: list[str] | None = None) -> int:
                for kind in args.kinds}
     for kind, values in medians.items():
         if values and reference.median:
-            ratios = sorted(v / reference.median for v in values)
+            ratios = sorted(m.median / (m.paired_median if args.paired and m.paired
+                                        else reference.median)
+                            for m in results[kind] if m.median is not None)
             print(f"{kind}: median page {statistics.median(values):.1f} ms, ratio "
                   f"{ratios[0]:.1f}-{ratios[-1]:.1f}x, median {statistics.median(ratios):.1f}x")
     print(f"\nreruns sent with a fragment id (a section alone): {SENT['fragment']}, "
