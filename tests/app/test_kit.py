@@ -592,7 +592,6 @@ def test_a_long_class_address_keeps_its_first_part_and_says_so():
 
 # --- formula ---------------------------------------------------------------------------------
 def _formulas():
-
     from ui.formula import formula
     from ui.frame import around
 
