@@ -164,11 +164,17 @@ def display_token(token: str) -> str:
 class BPETokenizer:
     """A trained byte-level BPE: encode, decode, the merges in order, readable tokens."""
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer,
+                 known: tuple[dict[str, int], tuple[Merge, ...]] | None = None) -> None:
+        """known: the vocabulary and merges, when the caller has them (first_merges):
+        else they are read back from the tokenizer's JSON."""
         self._tokenizer = tokenizer
-        model = json.loads(tokenizer.to_str())["model"]
-        self._vocab: dict[str, int] = model["vocab"]
-        self._merges = tuple(_merge(rank, pair) for rank, pair in enumerate(model["merges"]))
+        if known is None:
+            model = json.loads(tokenizer.to_str())["model"]
+            known = (model["vocab"],
+                     tuple(_merge(rank, pair) for rank, pair in enumerate(model["merges"])))
+        self._vocab: dict[str, int] = known[0]
+        self._merges: tuple[Merge, ...] = known[1]
         self._prefixes: dict[int, BPETokenizer] = {}  # first_merges(k), built once each
 
     @property
@@ -232,19 +238,11 @@ class BPETokenizer:
             return self
         if k not in self._prefixes:
             pairs = [(m.left, m.right) for m in self._merges[:k]]
-            self._prefixes[k] = self._sharing(_byte_level(models.BPE(self._vocab, pairs)), k)
+            # Shared, not read back from the prefix's JSON: each of the 145 prefixes one
+            # merge_run builds held its own copy of both (about 10 MiB a process).
+            self._prefixes[k] = BPETokenizer(_byte_level(models.BPE(self._vocab, pairs)),
+                                             (self._vocab, self._merges[:k]))
         return self._prefixes[k]
-
-    def _sharing(self, tokenizer: Tokenizer, k: int) -> BPETokenizer:
-        """A prefix tokenizer that shares this one's vocabulary and first k merges. Read
-        back from its own JSON, every prefix held its own copy of both: about 10 MiB a
-        process for the 145 prefixes one merge_run builds."""
-        prefix = object.__new__(BPETokenizer)
-        prefix._tokenizer = tokenizer
-        prefix._vocab = self._vocab
-        prefix._merges = self._merges[:k]
-        prefix._prefixes = {}
-        return prefix
 
     def decode(self, ids: Sequence[int]) -> str:
         """IDs back to text; the bytes of all tokens are joined before UTF-8 decoding."""

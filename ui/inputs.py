@@ -330,14 +330,11 @@ def _component_sliders(key: str, grid: list[list[float]], vector: bool,
     hi = max(slider_range[1], math.ceil(max(flat)))
     cols = len(grid[0])
     per_line = min(cols, SLIDERS_PER_LINE)
-    # One row per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too: the frame's
-    # CSS (SLIDER_GRID_CSS) gives each slider 1/per_line of the line, so a line breaks
-    # where a matrix row ends. One container for the whole matrix, not one per row: each
-    # block is one more message on every full run (docs/deploy.md). Streamlit's columns
-    # would stack below 640 px, one full-width slider each; more than four side by side
-    # would be too narrow to drag on a phone, so a longer row takes two lines.
-    with st.container(horizontal=True, wrap=True, gap="small",
-                      key=f"{SLIDER_GRID_KEY}{per_line}-{key}"):
+    # One line per matrix row (W[0,0] W[0,1] / W[1,0] ...), on a phone too: the frame's
+    # CSS (SLIDER_GRID_CSS) sets the gap and gives each slider 1/per_line of the line.
+    # One block for the whole matrix, not one per row: each block is one more message on
+    # every full run (docs/deploy.md). Streamlit's columns would stack on a phone.
+    with st.container(horizontal=True, wrap=True, key=f"{SLIDER_GRID_KEY}{per_line}-{key}"):
         for index, value in enumerate(flat):
             slider_key = f"_{key}{state.PRIVATE}{index}"
             st.session_state[slider_key] = value
