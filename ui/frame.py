@@ -24,7 +24,7 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from serving import fast_runtime
+from serving import fast_runtime, widget_memory
 from ui import (
     a11y,
     chain,
@@ -92,6 +92,7 @@ def navigation() -> StreamlitPage:
     language; returns the page this run draws. The URL paths are the stage ids."""
     _one_torch_thread()
     fast_runtime.install()  # Streamlit's per-element costs, once per process
+    widget_memory.install()  # a session forgets the widgets it no longer draws
     resolve_lang()
     a11y.claim_unknown_page()  # an unknown path: the overview with our note, not Streamlit's
     sections = {
