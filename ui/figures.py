@@ -90,7 +90,7 @@ def heatmap_figure(
         t("kit.cells_hidden"))
 
 
-@functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~190 KiB each: see ui/drawn.py
+@functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~70 KiB each: see ui/drawn.py
 def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, x_title,
                     y_title, height, selected, presenting_now: bool,
                     cells_note: str) -> go.Figure:
