@@ -24,7 +24,7 @@ from typing import Any
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from serving import fast_runtime, widget_memory
+from serving import fast_runtime, run_finish, widget_memory
 from ui import (
     a11y,
     chain,
@@ -93,6 +93,7 @@ def navigation() -> StreamlitPage:
     _one_torch_thread()
     fast_runtime.install()  # Streamlit's per-element costs, once per process
     widget_memory.install()  # a session forgets the widgets it no longer draws
+    run_finish.install()  # a section's run waits for the end of the run before it
     resolve_lang()
     a11y.claim_unknown_page()  # an unknown path: the overview with our note, not Streamlit's
     sections = {
