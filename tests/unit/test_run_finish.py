@@ -4,6 +4,7 @@ after that runner's queued events, on a real asyncio loop with stand-in runners.
 from __future__ import annotations
 
 import asyncio
+import threading
 import types
 
 import pytest
@@ -51,13 +52,18 @@ def _data(fragment: str = "") -> types.SimpleNamespace:
 
 
 def _on_loop(session: Session, *steps) -> None:
+    """Run the steps on the session's loop, in a thread of its own (as the server's
+    loop runs; another test may leave a loop running in this one)."""
     async def main() -> None:
         for step in steps:
             step()
         for _ in range(5):
             await asyncio.sleep(0)
 
-    session._event_loop.run_until_complete(main())
+    worker = threading.Thread(target=session._event_loop.run_until_complete, args=(main(),))
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
 
 
 def test_a_section_s_run_starts_after_the_old_runner_s_queued_events(created) -> None:
