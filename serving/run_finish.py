@@ -51,7 +51,10 @@ def _on_loop(loop: Any) -> bool:
 
 def start_after(session: Any, old: Any, rerun_data: Any) -> None:
     """On the event loop, after the events queued before it: hand the request to a
-    runner started meanwhile, or start one (as Streamlit would have)."""
+    runner started meanwhile, or start one (as Streamlit would have). A session closed
+    meanwhile (the tab went) starts nothing, as Streamlit's request_rerun refuses then."""
+    if getattr(getattr(session, "_state", None), "name", "") == "SHUTDOWN_REQUESTED":
+        return
     current = session._scriptrunner
     if current is not None and current is not old:
         if current.request_rerun(rerun_data):

@@ -105,6 +105,20 @@ def test_a_runner_started_meanwhile_takes_the_request(created) -> None:
     assert [d.fragment_id for d in meanwhile.requests] == ["poll"] and not created
 
 
+def test_a_session_closed_meanwhile_starts_nothing(created) -> None:
+    loop = asyncio.new_event_loop()
+    session = Session(loop, Runner("old", accepts=False))
+
+    def tab_closed() -> None:
+        session._state = types.SimpleNamespace(name="SHUTDOWN_REQUESTED")
+
+    _on_loop(session,
+             lambda: run_finish.create_scriptrunner(session, _data("poll")),
+             tab_closed)  # the tab closes before the deferred start runs
+    loop.close()
+    assert not created
+
+
 def test_a_whole_page_run_and_a_first_runner_start_at_once(created) -> None:
     loop = asyncio.new_event_loop()
     session = Session(loop, Runner("old", accepts=False))
