@@ -6,9 +6,9 @@ and, for a select box, its options). When a run ends it drops the values of the 
 it did not draw, but never their metadata. A keyed chart's id includes its figure, so
 each edit that changes a heatmap gives the chart a new id: a learner who moves sliders
 on tokens for a lesson leaves one stale entry per heatmap per move (measured in-process:
-45 entries after the first run, 111 after 30 slider moves), about a kilobyte each, kept
-until the learner closes the tab. With 50 learners the server's memory grew by about
-1.1 KiB per interaction (docs/deploy.md, "Where the memory goes").
+45 entries after the first run, 111 after 30 slider moves), kept until the learner
+closes the tab. In a class soak it was one of the two things that grew (docs/deploy.md,
+"What grows, found").
 
 `install` makes the end of a run also drop the metadata of exactly the widgets whose
 values Streamlit just dropped (its own staleness rule: not drawn in this run; in a
@@ -30,8 +30,8 @@ ORIGINALS: dict[str, Any] = {}  # Streamlit's own method, kept alive while it ma
 
 
 def forget_stale_metadata(session_state: Any, active_widget_ids: frozenset[str],
-                          fragment_ids_this_run: list[str] | None) -> int:
-    """Drop the metadata of the widgets Streamlit's rule calls stale; how many went."""
+                          fragment_ids_this_run: list[str] | None) -> None:
+    """Drop the metadata of the widgets Streamlit's rule calls stale."""
     from streamlit.runtime.state.session_state import _is_stale_widget
 
     metadata = session_state._new_widget_state.widget_metadata
@@ -39,7 +39,6 @@ def forget_stale_metadata(session_state: Any, active_widget_ids: frozenset[str],
              if _is_stale_widget(meta, active_widget_ids, fragment_ids_this_run)]
     for widget_id in stale:
         del metadata[widget_id]
-    return len(stale)
 
 
 def remove_stale_widgets(self: Any, active_widget_ids: frozenset[str]) -> None:
@@ -48,7 +47,7 @@ def remove_stale_widgets(self: Any, active_widget_ids: frozenset[str]) -> None:
 
     ORIGINALS["_remove_stale_widgets"](self, active_widget_ids)
     ctx = get_script_run_ctx()
-    if ctx is not None:  # Streamlit's own cleanup needs the run too, and returns without
+    if ctx is not None:  # outside a run Streamlit's own cleanup does nothing either
         forget_stale_metadata(self, active_widget_ids, ctx.fragment_ids_this_run)
 
 
