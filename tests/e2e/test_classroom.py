@@ -86,6 +86,7 @@ def test_share_panel_shows_the_current_url_with_its_inputs(server: Server, new_t
     sidebar.get_by_text(catalogue("en")["kit.share"], exact=True).click()
     show = catalogue("en")["kit.share_show"]
     expect(sidebar.get_by_text(show, exact=True)).to_be_visible()
+    wait_ready(tab)  # the drawer's rerun has ended: the switch is not redrawn under the click
     sidebar.get_by_text(show, exact=True).click()
     expect(sidebar.get_by_role("switch", name=show)).to_be_checked()
     code = sidebar.locator('[data-testid="stCode"]')
