@@ -90,7 +90,7 @@ def heatmap_figure(
         t("kit.cells_hidden"))
 
 
-@functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~70 KiB each: see ui/drawn.py
+@functools.lru_cache(maxsize=drawn.MAX_KEPT)  # ~18 KiB each: see ui/drawn.py
 def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, x_title,
                     y_title, height, selected, presenting_now: bool,
                     cells_note: str) -> go.Figure:
@@ -158,7 +158,7 @@ def _heatmap_figure(rows, x_labels, y_labels, decimals, colorscale, zmin, zmax, 
                  "cell_min_px": MIN_PX if presenting() else MIN_CELL_PX,
                  "cells_note": cells_note},
     }
-    # Kept with its dict: st.plotly_chart asks for that on every draw (ui/drawn.py).
+    # Kept as its JSON text: st.plotly_chart sends that on every draw (ui/drawn.py).
     return drawn.DrawnFigure(data=[heat, *layers, clicks], layout=layout)
 
 

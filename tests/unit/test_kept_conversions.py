@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+import plotly.graph_objects as go
 import plotly.io
+import plotly.tools
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -67,15 +69,27 @@ def test_a_frame_with_plain_options_is_refused() -> None:
 
 
 def test_a_kept_figure_gives_plotlys_json_once_and_anything_else_plotlys_own() -> None:
+    from streamlit.elements import plotly_chart
+
     fig = drawn.figure([{"type": "heatmap", "z": [[1, 2], [3, 4]]}], {"height": 200})
-    as_given = fig.to_dict()  # what st.plotly_chart passes on
+    # What st.plotly_chart does with it: the figure's dict, its sizes, its JSON text.
+    as_given = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
+    assert plotly_chart._resolve_content_height("content", as_given) == 200
+    assert plotly_chart._resolve_content_width("content", as_given) == 700  # none set
     text = plotly.io.to_json(as_given, validate=False)
-    assert text == drawn._plotly_to_json(fig, validate=False)
+    assert text == drawn._plotly_to_json(go.Figure(fig.to_dict()), validate=False)
     assert plotly.io.to_json(as_given, validate=False) is text  # kept, not made again
+    assert fig.to_dict()["data"][0]["z"] == [[1, 2], [3, 4]]
+    fig.to_dict()["data"][0]["z"][0][0] = 9  # a copy: what is drawn does not change
+    assert plotly.io.to_json(as_given, validate=False) is text
+    assert fig.to_dict()["data"][0]["z"][0][0] == 1
     plain = {"data": [{"type": "bar", "y": [1]}], "layout": {}}
     assert json.loads(plotly.io.to_json(plain, validate=False)) == json.loads(
         drawn._plotly_to_json(plain, validate=False))
-    assert plotly.io.to_json(as_given, pretty=True) != text  # other options: Plotly's own
+    assert plotly.tools.return_figure_from_figure_or_data(plain, True) == \
+        drawn._plotly_figure_of(plain, True)  # anything else: Plotly's own
+    assert plotly.io.to_json(as_given, pretty=True) == drawn._plotly_to_json(
+        as_given, pretty=True)  # other options: Plotly's own
 
 
 def test_a_kept_tables_bytes_are_streamlits_and_anything_else_is_converted_as_before() -> None:
