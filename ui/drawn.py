@@ -26,8 +26,8 @@ import plotly.tools
 
 # Distinct figures kept per process. A kept figure holds its JSON text: about 18 KiB for
 # an 8 x 14 heatmap with its cache key (tracemalloc; 70 KiB while it also kept its dict,
-# 212 KiB as a plain figure). A class's learners fill the bound within minutes; memory
-# then stays where it is.
+# 212 KiB as a plain figure). A class of 50 changing inputs filled the bound in about ten
+# minutes (docs/deploy.md, "What grows"); memory then stays where it is.
 MAX_KEPT = 128
 
 
