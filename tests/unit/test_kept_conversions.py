@@ -72,7 +72,8 @@ def test_a_kept_figure_gives_plotlys_json_once_and_anything_else_plotlys_own() -
     from streamlit.elements import plotly_chart
 
     fig = drawn.figure([{"type": "heatmap", "z": [[1, 2], [3, 4]]}], {"height": 200})
-    # What st.plotly_chart does with it: the figure's dict, its sizes, its JSON text.
+    # What st.plotly_chart does with it: asks Plotly for the figure's data, reads its
+    # sizes from that, then asks for its JSON text.
     as_given = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
     assert plotly_chart._resolve_content_height("content", as_given) == 200
     assert plotly_chart._resolve_content_width("content", as_given) == 700  # none set
